@@ -1,0 +1,32 @@
+# The README commands and the dev loop.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint check-migrations pytest bench web worker beat clean
+
+## demo: create .venv if missing, migrate SQLite, load demo data, serve on 127.0.0.1:8000
+demo:
+	scripts/bootstrap.sh
+	$(PY) manage.py demo --addrport 127.0.0.1:8000
+
+## test: create .venv with dev deps and the CPU engine, then lint, typecheck, check migrations, run pytest
+test:
+	scripts/bootstrap.sh dev,cpu
+	$(MAKE) lint check-migrations pytest
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy registry workers tests
+
+check-migrations:
+	$(PY) manage.py makemigrations --check --dry-run
+
+pytest:
+	$(PY) -m pytest
+
+bench:
+	@echo "No benchmark targets yet: issues that name a speed or memory target add scripts under bench/."
+
+clean:
+	rm -rf $(VENV) var staticfiles .mypy_cache .ruff_cache .pytest_cache

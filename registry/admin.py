@@ -1,0 +1,51 @@
+"""Staff-only admin. Runs are read-only here: their state changes through services."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from registry.models import Certificate, CertificationRun, HubModel, Pair, Submission, WorkloadResult
+
+
+@admin.register(HubModel)
+class HubModelAdmin(admin.ModelAdmin[HubModel]):
+    list_display = ["repo_id", "sha", "role", "architecture", "family"]
+    list_filter = ["role", "family"]
+    search_fields = ["repo_id", "sha"]
+
+
+@admin.register(Pair)
+class PairAdmin(admin.ModelAdmin[Pair]):
+    list_display = ["id", "draft", "verifier", "method", "num_speculative_tokens", "created_at"]
+    list_filter = ["method"]
+    search_fields = ["draft__repo_id", "verifier__repo_id"]
+    readonly_fields = ["identity"]
+
+
+@admin.register(Submission)
+class SubmissionAdmin(admin.ModelAdmin[Submission]):
+    list_display = ["repo_id", "revision", "status", "submitted_by", "created_at"]
+    list_filter = ["status"]
+    search_fields = ["repo_id"]
+
+
+class WorkloadResultInline(admin.TabularInline[WorkloadResult, CertificationRun]):
+    model = WorkloadResult
+    extra = 0
+    can_delete = False
+
+
+@admin.register(CertificationRun)
+class CertificationRunAdmin(admin.ModelAdmin[CertificationRun]):
+    list_display = ["id", "pair", "state", "stage", "progress", "attempts", "hardware", "heartbeat_at"]
+    list_filter = ["state", "hardware", "engine"]
+    inlines = [WorkloadResultInline]
+
+    def get_readonly_fields(self, request: object, obj: CertificationRun | None = None) -> list[str]:
+        return [field.name for field in CertificationRun._meta.fields]
+
+
+@admin.register(Certificate)
+class CertificateAdmin(admin.ModelAdmin[Certificate]):
+    list_display = ["pair", "verdict", "issued_at", "expires_at"]
+    list_filter = ["verdict"]

@@ -1,0 +1,52 @@
+"""The Celery app: queues per hardware class, late acks, one message at a time."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from django.conf import settings
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
+
+app = Celery("spechub")
+
+
+def queue_names() -> list[str]:
+    """Return every queue: default, cpu, and one per GPU class in settings."""
+    return ["default", "cpu", *(f"gpu.{name}" for name in settings.SPECHUB_GPU_CLASSES)]
+
+
+def celery_config() -> dict[str, object]:
+    """Return the Celery configuration built from SpecHub's settings."""
+    transport: dict[str, object] = {"visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT}
+    if settings.CELERY_BROKER_KEY_PREFIX:
+        transport["global_keyprefix"] = settings.CELERY_BROKER_KEY_PREFIX
+    return dict(
+        broker_url=settings.CELERY_BROKER_URL or "memory://",
+        broker_transport_options=transport,
+        broker_connection_retry_on_startup=True,
+        task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
+        # In-process runs record their failures on the run; they must not
+        # surface as errors in the web request that queued them.
+        task_eager_propagates=False,
+        task_acks_late=True,
+        # A worker killed mid-task must give the message back, not drop it.
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue="default",
+        task_queues=[Queue(name) for name in queue_names()],
+        task_serializer="json",
+        accept_content=["json"],
+        result_backend=None,
+        task_ignore_result=True,
+        worker_hijack_root_logger=False,
+        beat_scheduler="django_celery_beat.schedulers:DatabaseScheduler",
+        timezone="UTC",
+    )
+
+
+# Lazily: settings are read only when Celery first needs its configuration.
+app.add_defaults(celery_config)
+app.autodiscover_tasks(["workers"])

@@ -1,0 +1,1 @@
+"""Services: every write to the catalog goes through a function here."""

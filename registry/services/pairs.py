@@ -1,0 +1,83 @@
+"""Writes for pinned Hub models and pairs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from registry.models import DRAFTLESS_METHODS, HubModel, Method, Pair
+
+
+def hub_model_get_or_create(*, repo_id: str, sha: str, role: str, **fields: Any) -> tuple[HubModel, bool]:
+    """Return the HubModel pinned at repo_id@sha, creating it once even under races."""
+    candidate = HubModel(repo_id=repo_id, sha=sha, role=role, **fields)
+    candidate.full_clean(validate_unique=False, validate_constraints=False)
+    return HubModel.objects.get_or_create(repo_id=repo_id, sha=sha, defaults={"role": role, **fields})
+
+
+def pair_identity(
+    *,
+    verifier: HubModel,
+    draft: HubModel | None,
+    method: str,
+    num_speculative_tokens: int,
+    verifier_dtype: str,
+    draft_dtype: str,
+    options: dict[str, Any],
+) -> str:
+    """Return the digest of everything that changes acceptance."""
+    identity = {
+        "verifier": [verifier.repo_id, verifier.sha],
+        "draft": [draft.repo_id, draft.sha] if draft else None,
+        "method": method,
+        "k": num_speculative_tokens,
+        "dtypes": [verifier_dtype, draft_dtype],
+        "options": options,
+    }
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _check_draft(*, method: str, draft: HubModel | None) -> None:
+    if method in DRAFTLESS_METHODS and draft is not None:
+        raise ValidationError(f"Method {method!r} uses no draft model; leave the draft empty.", code="draft-not-used")
+    if method not in DRAFTLESS_METHODS and draft is None:
+        raise ValidationError(f"Method {method!r} needs a draft model; name its repo and revision.", code="draft-missing")
+
+
+def pair_get_or_create(
+    *,
+    verifier: HubModel,
+    draft: HubModel | None,
+    method: str,
+    num_speculative_tokens: int,
+    verifier_dtype: str = "auto",
+    draft_dtype: str = "auto",
+    options: dict[str, Any] | None = None,
+    format_metadata: dict[str, Any] | None = None,
+) -> tuple[Pair, bool]:
+    """Return the pair with this identity, creating it exactly once even when processes race.
+
+    The unique `identity` column makes the database the arbiter: a loser of the
+    race hits IntegrityError inside get_or_create and reads the winner's row.
+    """
+    if method not in Method.values:
+        raise ValidationError(f"Unknown method {method!r}; use one of {sorted(Method.values)}.", code="unknown-method")
+    _check_draft(method=method, draft=draft)
+    fields = {
+        "verifier": verifier,
+        "draft": draft,
+        "method": method,
+        "num_speculative_tokens": num_speculative_tokens,
+        "verifier_dtype": verifier_dtype,
+        "draft_dtype": draft_dtype,
+        "options": options or {},
+    }
+    identity = pair_identity(**fields)
+    Pair(identity=identity, **fields).full_clean(exclude=["identity"], validate_unique=False)
+    with transaction.atomic():
+        return Pair.objects.get_or_create(identity=identity, defaults={**fields, "format_metadata": format_metadata or {}})

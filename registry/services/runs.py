@@ -1,0 +1,236 @@
+"""Writes for certification runs. Every state change goes through `_move`,
+which enforces the state machine in registry.states."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from registry.celery import queue_names
+from registry.models import CertificationRun, Pair, RunTrigger, WorkloadResult
+from registry.selectors import run_spec
+from registry.states import ACTIVE_PATH, ACTIVE_STATES, STAGE_STATES, TRANSITIONS, RunState, can_transition
+from workers.errors import Fault, RunError
+from workers.spec import RunSpec
+
+
+class InvalidTransition(Exception):
+    """A service was asked for a state change the state machine forbids."""
+
+    def __init__(self, run: CertificationRun, target: str) -> None:
+        allowed = sorted(str(state) for state in TRANSITIONS[RunState(run.state)]) or ["none: it is final"]
+        source = str(run.state)
+        super().__init__(f"Run {run.pk} cannot go from {source!r} to {str(target)!r}; from {source!r} it may go to {allowed}.")
+
+
+class RunBusy(Exception):
+    """Another worker holds the run and its heartbeat is fresh."""
+
+
+class RunNotActive(Exception):
+    """The run was cancelled, finished, or taken over by a newer attempt."""
+
+
+def _locked(run_id: int) -> CertificationRun:
+    return CertificationRun.objects.select_for_update().get(pk=run_id)
+
+
+def _move(run: CertificationRun, target: RunState, **fields: Any) -> None:
+    """Apply one guarded transition to a row locked by the caller."""
+    if not can_transition(run.state, target):
+        raise InvalidTransition(run, target)
+    run.state = target
+    for name, value in fields.items():
+        setattr(run, name, value)
+    if target in (RunState.FINISHED, RunState.FAILED_USER, RunState.FAILED_INFRA, RunState.CANCELLED):
+        run.finished_at = timezone.now()
+    run.save()
+
+
+def run_transition(*, run_id: int, to: RunState, **fields: Any) -> CertificationRun:
+    """Move a run to `to`, or raise InvalidTransition."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        _move(run, to, **fields)
+    return run
+
+
+def run_dispatch(*, run_id: int, countdown: int = 0) -> None:
+    """Send the run to the queue of its hardware class."""
+    from workers.tasks import certify  # workers.tasks imports these services
+
+    run = CertificationRun.objects.get(pk=run_id)
+    certify.apply_async(args=[run_id], queue=run.queue, countdown=countdown)
+
+
+def run_create(*, pair: Pair, hardware: str, engine: str = "", trigger: str = RunTrigger.MANUAL) -> CertificationRun:
+    """Queue a certification of `pair` on `hardware`; it is dispatched after commit."""
+    if hardware not in queue_names() or hardware == "default":
+        raise ValidationError(f"Unknown hardware class {hardware!r}; use one of {queue_names()[1:]}.", code="unknown-hardware")
+    run = CertificationRun.objects.create(
+        pair=pair,
+        hardware=hardware,
+        engine=engine or settings.SPECHUB_DEFAULT_ENGINE,
+        trigger=trigger,
+        max_attempts=settings.SPECHUB_RUN_MAX_ATTEMPTS,
+    )
+    transaction.on_commit(lambda: run_dispatch(run_id=run.pk))
+    return run
+
+
+def run_cancel(*, run_id: int) -> CertificationRun:
+    """Cancel a run that has not reached a final state."""
+    return run_transition(run_id=run_id, to=RunState.CANCELLED)
+
+
+def _heartbeat_is_fresh(run: CertificationRun) -> bool:
+    quiet_since = timezone.now() - timedelta(seconds=settings.SPECHUB_STALE_AFTER_SECONDS)
+    return run.heartbeat_at is not None and run.heartbeat_at > quiet_since
+
+
+def _requeue(run: CertificationRun) -> None:
+    """Send a stale run back to the queue, or fail it once its attempts are spent."""
+    if run.attempts >= run.max_attempts:
+        error = RunError("worker:attempts-exhausted", f"Attempt {run.attempts} of {run.max_attempts} was lost.")
+        _move(run, RunState.FAILED_INFRA, error_code=error.code, error_message=error.message)
+    else:
+        _move(run, RunState.QUEUED)
+
+
+def run_mark_stale(*, run: CertificationRun) -> None:
+    """Mark a locked, active run whose heartbeat went quiet as stale, then re-queue it."""
+    error = RunError("worker:lost", f"Attempt {run.attempts} last beat at {run.heartbeat_at}.")
+    _move(run, RunState.STALE, error_code=error.code, error_message=error.message)
+    _requeue(run)
+
+
+def run_claim(*, run_id: int, worker: str) -> RunSpec | None:
+    """Start an attempt on the run for `worker` and return its spec; None if the run is over.
+
+    A delivery of a run whose worker went quiet takes it over; a delivery while
+    the holder's heartbeat is fresh raises RunBusy.
+    """
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.state in ACTIVE_STATES:
+            if _heartbeat_is_fresh(run):
+                raise RunBusy(f"run {run_id} is held by {run.claimed_by}")
+            run_mark_stale(run=run)
+        elif run.state == RunState.STALE:
+            _requeue(run)
+        if run.state != RunState.QUEUED:
+            return None
+        now = timezone.now()
+        _move(
+            run,
+            RunState.FETCHING,
+            attempts=run.attempts + 1,
+            heartbeat_at=now,
+            started_at=run.started_at or now,
+            claimed_by=worker,
+            stage="fetch",
+            progress=0,
+            error_code="",
+            error_message="",
+        )
+        return run_spec(run=run)
+
+
+def _locked_attempt(run_id: int, attempt: int) -> CertificationRun:
+    run = _locked(run_id)
+    if run.state not in ACTIVE_STATES or run.attempts != attempt:
+        raise RunNotActive(f"run {run_id} is {run.state} at attempt {run.attempts}, not active at attempt {attempt}")
+    return run
+
+
+def run_progress(*, run_id: int, attempt: int, stage: str, percent: int) -> None:
+    """Record the stage and percent of the current attempt, moving its state along."""
+    with transaction.atomic():
+        run = _locked_attempt(run_id, attempt)
+        _advance(run, STAGE_STATES.get(stage, RunState(run.state)))
+        fields = {"stage": stage, "progress": percent, "heartbeat_at": timezone.now()}
+        CertificationRun.objects.filter(pk=run_id).update(**fields)
+
+
+def _advance(run: CertificationRun, target: RunState) -> None:
+    """Walk forward along the happy path to `target`; a director may skip a stage, never a state."""
+    while ACTIVE_PATH.index(RunState(run.state)) < ACTIVE_PATH.index(target):
+        _move(run, ACTIVE_PATH[ACTIVE_PATH.index(RunState(run.state)) + 1])
+
+
+def run_heartbeat(*, run_id: int, attempt: int) -> bool:
+    """Record that the attempt is alive; False when it no longer owns the run."""
+    owned = CertificationRun.objects.filter(pk=run_id, attempts=attempt, state__in=ACTIVE_STATES)
+    return owned.update(heartbeat_at=timezone.now()) == 1
+
+
+def run_finish(*, run_id: int, attempt: int, document: dict[str, Any]) -> CertificationRun:
+    """Publish the attempt's result document and finish the run, all or nothing."""
+    with transaction.atomic():
+        run = _locked_attempt(run_id, attempt)
+        _advance(run, RunState.PUBLISHING)
+        run.stage, run.heartbeat_at = "publish", timezone.now()
+        run.save(update_fields=["stage", "heartbeat_at"])
+    with transaction.atomic():
+        run = _locked_attempt(run_id, attempt)
+        _store_results(run, document.get("workloads", {}))
+        _move(run, RunState.FINISHED, result=document, progress=100)
+    return run
+
+
+def _store_results(run: CertificationRun, workloads: dict[str, dict[str, Any]]) -> None:
+    for category, measured in workloads.items():
+        acceptance = measured.get("acceptance", {})
+        WorkloadResult.objects.create(
+            run=run,
+            category=category,
+            mean_acceptance_length=acceptance.get("mean_acceptance_length"),
+            acceptance_rate=acceptance.get("acceptance_rate"),
+            greedy_exact_match=measured.get("equivalence", {}).get("greedy_exact_match"),
+            speedup=measured.get("throughput", {}).get("speedup"),
+            acceptance=acceptance,
+            equivalence=measured.get("equivalence", {}),
+            throughput=measured.get("throughput", {}),
+        )
+
+
+def run_fail(*, run_id: int, attempt: int, error: RunError) -> bool:
+    """End the attempt with `error`; return True when the run was re-queued for a retry."""
+    with transaction.atomic():
+        try:
+            run = _locked_attempt(run_id, attempt)
+        except RunNotActive:
+            return False
+        fields = {"error_code": error.code, "error_message": error.message}
+        if error.retryable and run.attempts < run.max_attempts:
+            _move(run, RunState.QUEUED, **fields)
+            return True
+        if error.retryable:
+            spent = RunError("worker:attempts-exhausted", f"Last error ({error.code}): {error.message}")
+            fields = {"error_code": error.code, "error_message": spent.message}
+        target = RunState.FAILED_USER if error.fault is Fault.USER else RunState.FAILED_INFRA
+        _move(run, target, **fields)
+        return False
+
+
+def runs_requeue_stale(*, now: datetime | None = None) -> list[int]:
+    """Mark every active run whose heartbeat went quiet as stale, re-queue and dispatch it."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.SPECHUB_STALE_AFTER_SECONDS)
+    requeued: list[int] = []
+    candidates = CertificationRun.objects.filter(state__in=ACTIVE_STATES, heartbeat_at__lt=cutoff).values_list("pk", flat=True)
+    for run_id in list(candidates):
+        with transaction.atomic():
+            run = _locked(run_id)
+            if run.state not in ACTIVE_STATES or _heartbeat_is_fresh(run):
+                continue
+            run_mark_stale(run=run)
+            if run.state == RunState.QUEUED:
+                requeued.append(run_id)
+                transaction.on_commit(lambda run_id=run_id: run_dispatch(run_id=run_id))
+    return requeued
+

@@ -1,0 +1,127 @@
+"""SpecHub settings: one module, read from the environment, with working local defaults.
+
+Unset, everything runs locally: SQLite under var/, Celery tasks in-process.
+Production switches behaviour on with variables (DEBUG=0, SECRET_KEY,
+DATABASE_URL, CELERY_BROKER_URL), never with a second settings module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
+
+from registry.envconf import env_bool, env_broker, env_database, env_int, env_list, env_str
+
+# Lets admin and other generic classes be subscripted at run time, as mypy sees them.
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("SPECHUB_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off; generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`.")
+    SECRET_KEY = "insecure-local-development-key-never-use-in-production"  # noqa: S105 - DEBUG only
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "django_celery_beat",
+    "registry",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "registry.urls"
+WSGI_APPLICATION = "registry.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env_database("DATABASE_URL", default_sqlite_path=str(VAR_DIR / "spechub.sqlite3"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 25,
+}
+SPECTACULAR_SETTINGS = {"TITLE": "SpecHub API", "VERSION": "1"}
+
+# --- Celery -----------------------------------------------------------------
+# Without a broker, tasks run in-process (the embedded default); with one,
+# they go through Redis to real workers.
+CELERY_BROKER_URL = env_broker("CELERY_BROKER_URL")
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+CELERY_BROKER_KEY_PREFIX = env_str("CELERY_BROKER_KEY_PREFIX", "")
+# Unacked messages from a lost worker are redelivered after this many seconds;
+# it must exceed the longest time a healthy worker holds one message.
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600, minimum=1)
+SPECHUB_GPU_CLASSES = env_list("SPECHUB_GPU_CLASSES", ["h100", "h200", "a100"])
+
+# --- Certification runs -----------------------------------------------------
+SPECHUB_RUN_SOFT_TIME_LIMIT = env_int("SPECHUB_RUN_SOFT_TIME_LIMIT", 3 * 3600, minimum=1)
+SPECHUB_RUN_HARD_TIME_LIMIT = env_int("SPECHUB_RUN_HARD_TIME_LIMIT", SPECHUB_RUN_SOFT_TIME_LIMIT + 300, minimum=1)
+if SPECHUB_RUN_HARD_TIME_LIMIT <= SPECHUB_RUN_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("SPECHUB_RUN_HARD_TIME_LIMIT must exceed SPECHUB_RUN_SOFT_TIME_LIMIT so the soft limit can clean up.")
+SPECHUB_RUN_MAX_ATTEMPTS = env_int("SPECHUB_RUN_MAX_ATTEMPTS", 3, minimum=1)
+SPECHUB_HEARTBEAT_SECONDS = env_int("SPECHUB_HEARTBEAT_SECONDS", 30, minimum=1)
+SPECHUB_STALE_AFTER_SECONDS = env_int("SPECHUB_STALE_AFTER_SECONDS", 300, minimum=1)
+SPECHUB_RETRY_BACKOFF_SECONDS = env_int("SPECHUB_RETRY_BACKOFF_SECONDS", 60, minimum=0)
+# Dotted path to a callable returning the director's stages (see workers/director.py).
+SPECHUB_DIRECTOR_STAGES = env_str("SPECHUB_DIRECTOR_STAGES", "workers.stages.default_stages")
+SPECHUB_DEFAULT_ENGINE = env_str("SPECHUB_DEFAULT_ENGINE", "vllm")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

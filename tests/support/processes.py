@@ -1,0 +1,119 @@
+"""Start and stop the real processes tests need: workers, beat, web servers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import yaml
+from django.db import connection
+
+from tests.services import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def compose_command(service: str) -> list[str]:
+    """Return the command docker-compose.yml runs for `service`."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    command: list[str] = list(compose["services"][service]["command"])
+    return command
+
+
+def test_database_url() -> str:
+    """Return a DATABASE_URL for the test database the current test uses."""
+    db = connection.settings_dict
+    host = quote(db["HOST"] or "", safe="") if str(db["HOST"]).startswith("/") else db["HOST"]
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    auth = db["USER"] + (f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{host}{port}/{db['NAME']}"
+
+
+def process_env(**overrides: str) -> dict[str, str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
+    env.update(overrides)
+    return env
+
+
+class Process:
+    """A child process in its own session, with its output in a log file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self._log_file = log.open("wb")
+        self.popen = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for_output(self, needle: str, timeout: float = 60) -> None:
+        wait_until(lambda: needle in self.output() or self.popen.poll() is not None, timeout, f"{needle!r} in {self.log}")
+        if needle not in self.output():
+            raise AssertionError(f"process exited with {self.popen.returncode} before {needle!r}:\n{self.output()[-3000:]}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, sig)
+        self.popen.wait(timeout=30)
+        self._log_file.close()
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(timeout=10)
+        self._log_file.close()
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def start_worker(service: str, tmp_path: Path, **env: str) -> Process:
+    """Start the compose service's worker command against the test database."""
+    args = [*compose_command(service), "-n", f"{service}-{uuid.uuid4().hex[:6]}@%h"]
+    log = tmp_path / f"{service}-{uuid.uuid4().hex[:6]}.log"
+    worker = Process(args, process_env(DATABASE_URL=test_database_url(), **env), log)
+    worker.wait_for_output(" ready.", timeout=90)
+    return worker
+
+
+def start_web(args: list[str], tmp_path: Path, **env: str) -> tuple[Process, str]:
+    """Start a web server command with its port replaced; return it and its base URL."""
+    port = free_port()
+    args = [arg.replace("0.0.0.0:8000", f"127.0.0.1:{port}").replace("127.0.0.1:8000", f"127.0.0.1:{port}") for arg in args]
+    server = Process(args, process_env(**env), tmp_path / f"web-{port}.log")
+    base = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _answers(base) or server.popen.poll() is not None, 90, f"{base} to answer")
+    if server.popen.poll() is not None:
+        raise AssertionError(f"web server exited with {server.popen.returncode}:\n{server.output()[-3000:]}")
+    return server, base
+
+
+def _answers(base: str) -> bool:
+    try:
+        httpx.get(f"{base}/healthz", timeout=2)
+    except httpx.HTTPError:
+        return False
+    return True

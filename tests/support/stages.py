@@ -1,0 +1,123 @@
+"""Director stages injected by tests (test doubles for the measuring stages).
+
+Workers load them through SPECHUB_DIRECTOR_STAGES. Each stage appends a line
+to $SPECHUB_TEST_MARKERS/<run>.log, so a test can count what really ran, in
+which attempt, in which process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workers.director import Stage
+from workers.errors import InfraError, UserError
+from workers.spec import RunSpec
+
+Action = Callable[[RunSpec, Callable[[int], None]], dict[str, Any]]
+
+
+def _mark(spec: RunSpec, event: str) -> None:
+    markers = os.environ.get("SPECHUB_TEST_MARKERS")
+    if markers:
+        with (Path(markers) / f"{spec.run_id}.log").open("a") as log:
+            log.write(f"{event} attempt={spec.attempt} pid={os.getpid()}\n")
+
+
+@dataclass
+class InjectedStage:
+    name: str
+    action: Action
+
+    def run(self, spec: RunSpec, document: dict[str, Any], report: Callable[[int], None]) -> dict[str, Any]:
+        _mark(spec, f"start {self.name}")
+        result = self.action(spec, report)
+        _mark(spec, f"end {self.name}")
+        return result
+
+
+def _quick(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    report(50)
+    return {"ok": True}
+
+
+def _verdict(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    acceptance = {"mean_acceptance_length": 3.5, "acceptance_rate": 0.625, "source": "injected test stage"}
+    return {"workloads": {"chat": {"acceptance": acceptance, "equivalence": {}, "throughput": {}}}}
+
+
+def _hang_on_first_attempt(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    if spec.attempt == 1:
+        for second in range(120):  # long enough for the test to kill this worker
+            report(second % 100)
+            time.sleep(1)
+    return {"ok": True}
+
+
+def _slow(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    time.sleep(float(os.environ.get("SPECHUB_TEST_SLOW_SECONDS", "1")))
+    return {"ok": True}
+
+
+def _user_error(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    raise UserError("run:invalid-spec", "The injected gate refuses this pair.")
+
+
+def _infra_error(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    raise InfraError("worker:crashed", "The injected stage lost its engine.")
+
+
+def _crash(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    raise ZeroDivisionError("an injected bug")
+
+
+def injected_quick_stages() -> list[Stage]:
+    return [InjectedStage("fetch", _quick), InjectedStage("gate", _quick), InjectedStage("baseline", _quick), InjectedStage("verdict", _verdict)]
+
+
+def injected_stages_hanging_on_first_attempt() -> list[Stage]:
+    stages = injected_quick_stages()
+    stages[2] = InjectedStage("baseline", _hang_on_first_attempt)
+    return stages
+
+
+def injected_slow_stages() -> list[Stage]:
+    stages = injected_quick_stages()
+    stages[2] = InjectedStage("baseline", _slow)
+    return stages
+
+
+def injected_stages_refusing_at_gate() -> list[Stage]:
+    stages = injected_quick_stages()
+    stages[1] = InjectedStage("gate", _user_error)
+    return stages
+
+
+def injected_stages_failing_infra() -> list[Stage]:
+    stages = injected_quick_stages()
+    stages[2] = InjectedStage("baseline", _infra_error)
+    return stages
+
+
+def injected_stages_crashing() -> list[Stage]:
+    stages = injected_quick_stages()
+    stages[2] = InjectedStage("baseline", _crash)
+    return stages
+
+
+def _cancel_myself(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    from registry.services.runs import run_cancel
+
+    run_cancel(run_id=spec.run_id)
+    report(50)  # the next progress report finds the run cancelled
+    return {"ok": True}
+
+
+def injected_stages_cancelled_midway() -> list[Stage]:
+    stages = injected_quick_stages()
+    stages[2] = InjectedStage("baseline", _cancel_myself)
+    return stages

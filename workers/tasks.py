@@ -1,0 +1,100 @@
+"""Celery tasks: thin interfaces that load ids, call services, and own retry policy."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import connection
+
+from registry.celery import app
+from registry.services import runs
+from workers.director import Director, load_stages
+from workers.errors import InfraError, RunError
+from workers.heartbeat import Heartbeat
+from workers.spec import RunSpec
+
+logger = logging.getLogger(__name__)
+
+
+class CertifyTask(Task):  # type: ignore[type-arg]
+    """Owns a run's lifecycle: claiming, heartbeats, error classification and retries.
+
+    The work itself is the director's; this class only turns its progress and
+    errors into run states through registry.services.runs.
+    """
+
+    acks_late = True
+    reject_on_worker_lost = True
+    max_retries = None  # attempts are bounded by the run row, not by Celery
+
+    def drive(self, run_id: int) -> str:
+        worker = f"{self.request.hostname or socket.gethostname()}:{os.getpid()}"
+        try:
+            spec = runs.run_claim(run_id=run_id, worker=worker)
+        except runs.RunBusy as busy:
+            logger.info("%s; checking again later", busy)
+            if self.request.is_eager:  # in-process, a retry would spin at once
+                return "busy"
+            raise self.retry(countdown=settings.SPECHUB_STALE_AFTER_SECONDS) from None
+        if spec is None:
+            return "already-final"
+        return self._attempt(spec)
+
+    def _attempt(self, spec: RunSpec) -> str:
+        try:
+            with Heartbeat(lambda: _beat(spec), settings.SPECHUB_HEARTBEAT_SECONDS):
+                document = self._direct(spec)
+            runs.run_finish(run_id=spec.run_id, attempt=spec.attempt, document=document)
+        except runs.RunNotActive as gone:
+            logger.info("stopping: %s", gone)
+            return "superseded"
+        except RunError as error:
+            return self._fail(spec, error)
+        return "finished"
+
+    def _direct(self, spec: RunSpec) -> dict[str, Any]:
+        def progress(stage: str, percent: int) -> None:
+            runs.run_progress(run_id=spec.run_id, attempt=spec.attempt, stage=stage, percent=percent)
+
+        try:
+            director = Director(load_stages(settings.SPECHUB_DIRECTOR_STAGES))
+            return director.run(spec, progress)
+        except SoftTimeLimitExceeded:
+            raise InfraError("worker:time-limit") from None
+        except (RunError, runs.RunNotActive):
+            raise
+        except Exception as exc:
+            logger.exception("run %s crashed", spec.run_id)
+            raise InfraError("worker:crashed", f"{type(exc).__name__}: {exc}.") from exc
+
+    def _fail(self, spec: RunSpec, error: RunError) -> str:
+        logger.warning("run %s attempt %s failed: %s", spec.run_id, spec.attempt, error.message)
+        if runs.run_fail(run_id=spec.run_id, attempt=spec.attempt, error=error):
+            backoff = settings.SPECHUB_RETRY_BACKOFF_SECONDS * 2 ** (spec.attempt - 1)
+            raise self.retry(countdown=backoff)
+        return "failed"
+
+
+def _beat(spec: RunSpec) -> bool:
+    try:
+        return runs.run_heartbeat(run_id=spec.run_id, attempt=spec.attempt)
+    finally:
+        connection.close()  # the heartbeat thread's own connection
+
+
+@app.task(
+    base=CertifyTask,
+    bind=True,
+    name="workers.certify",
+    soft_time_limit=settings.SPECHUB_RUN_SOFT_TIME_LIMIT,
+    time_limit=settings.SPECHUB_RUN_HARD_TIME_LIMIT,
+)
+def certify(self: CertifyTask, run_id: int) -> str:
+    """Certify one run, from claim to published results."""
+    return self.drive(run_id)
