@@ -20,7 +20,12 @@ def queue_names() -> list[str]:
 
 def celery_config() -> dict[str, object]:
     """Return the Celery configuration built from SpecHub's settings."""
-    transport: dict[str, object] = {"visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT}
+    transport: dict[str, object] = {
+        "visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT,
+        # Sweep for a lost worker's messages every N seconds (kombu's default is ~100 s).
+        "unacked_restore_interval": settings.CELERY_UNACKED_RESTORE_SECONDS,
+        "unacked_restore_throttle": 1,
+    }
     if settings.CELERY_BROKER_KEY_PREFIX:
         transport["global_keyprefix"] = settings.CELERY_BROKER_KEY_PREFIX
     return dict(
@@ -36,7 +41,7 @@ def celery_config() -> dict[str, object]:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_default_queue="default",
-        task_queues=[Queue(name) for name in queue_names()],
+        task_queues=[Queue(name, routing_key=name) for name in queue_names()],
         task_serializer="json",
         accept_content=["json"],
         result_backend=None,

@@ -39,9 +39,10 @@ def test_database_url() -> str:
     return f"postgres://{auth}@{host}{port}/{db['NAME']}"
 
 
-def process_env(**overrides: str) -> dict[str, str]:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONUNBUFFERED": "1"}
-    env.update(overrides)
+def process_env(*, drop: tuple[str, ...] = (), **overrides: str) -> dict[str, str]:
+    """Return this process's environment with the venv first on PATH, less `drop`, plus overrides."""
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONUNBUFFERED="1", **overrides)
     return env
 
 
@@ -99,11 +100,11 @@ def start_worker(service: str, tmp_path: Path, **env: str) -> Process:
     return worker
 
 
-def start_web(args: list[str], tmp_path: Path, **env: str) -> tuple[Process, str]:
+def start_web(args: list[str], tmp_path: Path, drop: tuple[str, ...] = (), **env: str) -> tuple[Process, str]:
     """Start a web server command with its port replaced; return it and its base URL."""
     port = free_port()
     args = [arg.replace("0.0.0.0:8000", f"127.0.0.1:{port}").replace("127.0.0.1:8000", f"127.0.0.1:{port}") for arg in args]
-    server = Process(args, process_env(**env), tmp_path / f"web-{port}.log")
+    server = Process(args, process_env(drop=drop, **env), tmp_path / f"web-{port}.log")
     base = f"http://127.0.0.1:{port}"
     wait_until(lambda: _answers(base) or server.popen.poll() is not None, 90, f"{base} to answer")
     if server.popen.poll() is not None:

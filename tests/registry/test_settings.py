@@ -1,0 +1,94 @@
+"""Settings read from the environment: working defaults, loud failures naming the variable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from registry import envconf
+from tests.support.processes import ROOT
+
+LOAD_SETTINGS = "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"
+SERVICE_VARS = ("DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG")
+
+
+def load_settings(tmp_path, **env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    base = {k: v for k, v in os.environ.items() if k not in SERVICE_VARS}
+    base.update(DJANGO_SETTINGS_MODULE="registry.settings", SPECHUB_VAR_DIR=str(tmp_path), **env)
+    return subprocess.run([sys.executable, "-c", LOAD_SETTINGS], cwd=ROOT, env=base, capture_output=True, text=True)
+
+
+def test_with_nothing_set_it_uses_sqlite_and_in_process_tasks(tmp_path):
+    result = load_settings(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "True"]
+
+
+def test_with_a_broker_set_tasks_go_through_it(tmp_path):
+    result = load_settings(tmp_path, CELERY_BROKER_URL="redis://127.0.0.1:6379/0", DATABASE_URL="postgres://u@h:5432/db")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.postgresql", "False"]
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://u@h/db", "not a url", "postgres://u@h:notaport/db", "postgres://u@h:5432/", "://"]
+)
+def test_a_malformed_database_url_is_refused_naming_the_variable(tmp_path, url):
+    result = load_settings(tmp_path, DATABASE_URL=url)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: DATABASE_URL" in result.stderr
+
+
+def test_a_missing_secret_key_in_production_mode_is_refused(tmp_path):
+    result = load_settings(tmp_path, DEBUG="0")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_production_mode_with_a_secret_key_loads(tmp_path):
+    result = load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
+        ("SPECHUB_RUN_MAX_ATTEMPTS", "three", "SPECHUB_RUN_MAX_ATTEMPTS='three' is not an integer"),
+        ("SPECHUB_RUN_MAX_ATTEMPTS", "0", "SPECHUB_RUN_MAX_ATTEMPTS=0 is below the minimum of 1"),
+        ("CELERY_BROKER_URL", "amqp://guest@localhost//", "CELERY_BROKER_URL has scheme 'amqp'"),
+        ("SPECHUB_GPU_CLASSES", "h100,../x", "SPECHUB_GPU_CLASSES holds invalid names"),
+        ("SPECHUB_RUN_HARD_TIME_LIMIT", "10", "SPECHUB_RUN_HARD_TIME_LIMIT must exceed"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_the_variable(tmp_path, name, value, message):
+    result = load_settings(tmp_path, **{name: value})
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_env_helpers_read_good_values(monkeypatch):
+    monkeypatch.setenv("X_BOOL", "yes")
+    monkeypatch.setenv("X_INT", "42")
+    monkeypatch.setenv("X_LIST", "H100, a100")
+    assert envconf.env_bool("X_BOOL", False) is True
+    assert envconf.env_int("X_INT", 1, minimum=1) == 42
+    assert envconf.env_list("X_LIST", []) == ["h100", "a100"]
+    assert envconf.env_int("X_UNSET", 7) == 7
+
+
+def test_a_socket_path_database_url_is_understood(monkeypatch):
+    monkeypatch.setenv("X_DB", "postgres://postgres@%2Ftmp%2Fpg/spechub")
+    config = envconf.env_database("X_DB", default_sqlite_path="unused")
+    assert (config["HOST"], config["NAME"]) == ("/tmp/pg", "spechub")
+
+
+def test_env_url_refuses_a_missing_scheme(monkeypatch):
+    monkeypatch.setenv("X_URL", "localhost:6379")
+    with pytest.raises(ImproperlyConfigured, match="X_URL has scheme"):
+        envconf.env_url("X_URL", schemes={"redis"})

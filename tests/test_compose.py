@@ -1,0 +1,72 @@
+"""docker-compose.yml describes the deployment; every command in it is one the tests run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+import yaml
+
+from registry.celery import queue_names
+from tests.support.processes import ROOT, Process, compose_command, process_env, test_database_url
+
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+
+
+def option(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+def test_it_declares_the_deployment_services():
+    assert set(SERVICES) == {"postgres", "redis", "web", "beat", "worker-cpu", "worker-gpu"}
+
+
+def test_engine_workers_run_solo_one_job_at_a_time_on_known_queues():
+    for name in ("worker-cpu", "worker-gpu"):
+        command = compose_command(name)
+        assert option(command, "--pool") == "solo" and option(command, "--concurrency") == "1"
+        assert set(option(command, "-Q").split(",")) <= set(queue_names())
+    assert option(compose_command("worker-gpu"), "-Q") == "gpu.h100"
+
+
+def test_the_gpu_worker_reserves_an_nvidia_device():
+    devices = SERVICES["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]
+
+
+def test_production_services_refuse_to_start_without_a_secret_key():
+    for name in ("web", "beat", "worker-cpu", "worker-gpu"):
+        assert SERVICES[name]["environment"]["DEBUG"] == "0"
+        assert SERVICES[name]["environment"]["SECRET_KEY"].startswith("${SECRET_KEY:?")
+
+
+def test_docker_compose_accepts_the_file_where_the_client_has_compose():
+    docker = shutil.which("docker")
+    has_compose = docker and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
+    if not has_compose:
+        # No compose plugin here: the file must still be well-formed YAML with
+        # a command per application service, which the other tests check.
+        assert all("command" in SERVICES[name] for name in ("web", "beat", "worker-cpu", "worker-gpu"))
+        return
+    env = {**os.environ, "SECRET_KEY": "x" * 50}
+    result = subprocess.run([docker, "compose", "config", "-q"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_compose_beat_command_starts_on_the_database_scheduler(tmp_path):
+    beat = Process(compose_command("beat"), process_env(DATABASE_URL=test_database_url()), tmp_path / f"beat-{uuid.uuid4().hex[:6]}.log")
+    try:
+        beat.wait_for_output("beat: Starting...", timeout=60)
+        beat.wait_for_output("DatabaseScheduler", timeout=30)
+        time.sleep(3)  # past its first database read of the schedule
+        assert beat.popen.poll() is None, beat.output()
+    finally:
+        beat.stop()
+    assert "Traceback" not in beat.output()
+    assert not (ROOT / "celerybeat.pid").exists()

@@ -1,0 +1,64 @@
+"""The web tier as deployed: docker-compose.yml's gunicorn command, /healthz, and `make demo`."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.services import free_port
+from tests.support.processes import BIN, compose_command, start_web, test_database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_compose_web_command_serves_healthz_with_both_parts_up(tmp_path):
+    server, base = start_web(compose_command("web"), tmp_path, DATABASE_URL=test_database_url())
+    try:
+        response = httpx.get(f"{base}/healthz")
+        catalog = httpx.get(f"{base}/")
+    finally:
+        server.stop()
+    assert response.status_code == 200, response.text
+    assert response.json()["parts"] == {"database": "ok", "broker": "ok"}
+    assert catalog.status_code == 200 and "Catalog" in catalog.text
+
+
+def test_healthz_answers_503_naming_the_broker_when_it_is_down(tmp_path):
+    dead_broker = f"redis://127.0.0.1:{free_port()}/0"
+    env = {"DATABASE_URL": test_database_url(), "CELERY_BROKER_URL": dead_broker}
+    server, base = start_web(compose_command("web"), tmp_path, **env)
+    try:
+        response = httpx.get(f"{base}/healthz", timeout=30)
+    finally:
+        server.stop()
+    assert response.status_code == 503
+    assert response.json()["down"] == ["broker"] and response.json()["parts"]["database"] == "ok"
+
+
+def test_healthz_answers_503_naming_the_database_when_it_is_down(tmp_path):
+    env = {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{free_port()}/spechub"}
+    server, base = start_web(compose_command("web"), tmp_path, **env)
+    try:
+        response = httpx.get(f"{base}/healthz", timeout=30)
+    finally:
+        server.stop()
+    assert response.status_code == 503
+    assert response.json()["down"] == ["database"]
+
+
+def test_make_demo_serves_healthz_on_embedded_sqlite_and_in_process_tasks(tmp_path):
+    """Runs the command `make demo` runs, without DATABASE_URL or a broker."""
+    args = [str(BIN / "python"), "manage.py", "demo", "--addrport", "127.0.0.1:8000"]
+    services = ("DATABASE_URL", "CELERY_BROKER_URL")
+    server, base = start_web(args, tmp_path, drop=services, SPECHUB_VAR_DIR=str(tmp_path))
+    try:
+        health = httpx.get(f"{base}/healthz")
+        page = httpx.get(f"{base}/")
+        css = httpx.get(f"{base}/static/registry/site.css")
+    finally:
+        server.stop()
+    assert health.status_code == 200, health.text
+    assert health.json()["parts"] == {"database": "ok", "broker": "in-process"}
+    assert "The catalog is empty" in page.text
+    assert css.status_code == 200 and "font-family" in css.text
+    assert (tmp_path / "spechub.sqlite3").exists()
