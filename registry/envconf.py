@@ -77,8 +77,7 @@ def env_url(name: str, *, schemes: set[str]) -> str | None:
     parts = urlsplit(value)
     if parts.scheme not in schemes:
         raise ImproperlyConfigured(
-            f"{name} has scheme {parts.scheme or '(none)'!r}; expected one of {sorted(schemes)}, "
-            f"e.g. {sorted(schemes)[0]}://..."
+            f"{name} has scheme {parts.scheme or '(none)'!r}; expected one of {sorted(schemes)}, e.g. {sorted(schemes)[0]}://..."
         )
     try:
         parts.port  # noqa: B018 - urlsplit validates the port lazily

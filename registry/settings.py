@@ -24,7 +24,8 @@ DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = env_str("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off; generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`.")
+        hint = "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        raise ImproperlyConfigured(f"SECRET_KEY must be set when DEBUG is off; generate one with `{hint}`.")
     SECRET_KEY = "insecure-local-development-key-never-use-in-production"  # noqa: S105 - DEBUG only
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
@@ -111,7 +112,9 @@ SPECHUB_GPU_CLASSES = env_list("SPECHUB_GPU_CLASSES", ["h100", "h200", "a100"])
 SPECHUB_RUN_SOFT_TIME_LIMIT = env_int("SPECHUB_RUN_SOFT_TIME_LIMIT", 3 * 3600, minimum=1)
 SPECHUB_RUN_HARD_TIME_LIMIT = env_int("SPECHUB_RUN_HARD_TIME_LIMIT", SPECHUB_RUN_SOFT_TIME_LIMIT + 300, minimum=1)
 if SPECHUB_RUN_HARD_TIME_LIMIT <= SPECHUB_RUN_SOFT_TIME_LIMIT:
-    raise ImproperlyConfigured("SPECHUB_RUN_HARD_TIME_LIMIT must exceed SPECHUB_RUN_SOFT_TIME_LIMIT so the soft limit can clean up.")
+    raise ImproperlyConfigured(
+        "SPECHUB_RUN_HARD_TIME_LIMIT must exceed SPECHUB_RUN_SOFT_TIME_LIMIT so the soft limit can clean up."
+    )
 SPECHUB_RUN_MAX_ATTEMPTS = env_int("SPECHUB_RUN_MAX_ATTEMPTS", 3, minimum=1)
 SPECHUB_HEARTBEAT_SECONDS = env_int("SPECHUB_HEARTBEAT_SECONDS", 30, minimum=1)
 SPECHUB_STALE_AFTER_SECONDS = env_int("SPECHUB_STALE_AFTER_SECONDS", 300, minimum=1)

@@ -7,9 +7,9 @@ from tests.support.factories import HubModelFactory, PairFactory
 
 @pytest.fixture
 def pair(db):
-    return PairFactory()
+    return PairFactory.create()
 
 
 @pytest.fixture
 def verifier(db):
-    return HubModelFactory(role="verifier")
+    return HubModelFactory.create(role="verifier")

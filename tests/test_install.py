@@ -69,7 +69,8 @@ def test_the_engine_extra_imports_vllm_and_transformers_loads_a_llama_model():
 
 def test_the_web_tier_imports_and_serves_with_torch_absent(tmp_path):
     """torch, vllm and transformers are made unimportable in this subprocess."""
-    env = process_env(drop=("DATABASE_URL", "CELERY_BROKER_URL"), SPECHUB_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="registry.settings")
+    overrides = {"SPECHUB_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "registry.settings"}
+    env = process_env(overrides, drop=("DATABASE_URL", "CELERY_BROKER_URL"))
     result = subprocess.run([sys.executable, "-c", BLOCK_TORCH], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["200", "200", "200"]

@@ -20,7 +20,11 @@ def test_a_session_without_configured_services_starts_and_removes_throwaway_ones
     env = process_env(drop=("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_BROKER_KEY_PREFIX"))
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *SUBSET],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout[-4000:]
     header = re.search(r"spechub services: (.*); database (\S+); broker (\S+)", result.stdout)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_compose_web_command_serves_healthz_with_both_parts_up(tmp_path):
-    server, base = start_web(compose_command("web"), tmp_path, DATABASE_URL=test_database_url())
+    server, base = start_web(compose_command("web"), tmp_path, {"DATABASE_URL": test_database_url()})
     try:
         response = httpx.get(f"{base}/healthz")
         catalog = httpx.get(f"{base}/")
@@ -26,7 +26,7 @@ def test_the_compose_web_command_serves_healthz_with_both_parts_up(tmp_path):
 def test_healthz_answers_503_naming_the_broker_when_it_is_down(tmp_path):
     dead_broker = f"redis://127.0.0.1:{free_port()}/0"
     env = {"DATABASE_URL": test_database_url(), "CELERY_BROKER_URL": dead_broker}
-    server, base = start_web(compose_command("web"), tmp_path, **env)
+    server, base = start_web(compose_command("web"), tmp_path, env)
     try:
         response = httpx.get(f"{base}/healthz", timeout=30)
     finally:
@@ -37,7 +37,7 @@ def test_healthz_answers_503_naming_the_broker_when_it_is_down(tmp_path):
 
 def test_healthz_answers_503_naming_the_database_when_it_is_down(tmp_path):
     env = {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{free_port()}/spechub"}
-    server, base = start_web(compose_command("web"), tmp_path, **env)
+    server, base = start_web(compose_command("web"), tmp_path, env)
     try:
         response = httpx.get(f"{base}/healthz", timeout=30)
     finally:
@@ -50,7 +50,7 @@ def test_make_demo_serves_healthz_on_embedded_sqlite_and_in_process_tasks(tmp_pa
     """Runs the command `make demo` runs, without DATABASE_URL or a broker."""
     args = [str(BIN / "python"), "manage.py", "demo", "--addrport", "127.0.0.1:8000"]
     services = ("DATABASE_URL", "CELERY_BROKER_URL")
-    server, base = start_web(args, tmp_path, drop=services, SPECHUB_VAR_DIR=str(tmp_path))
+    server, base = start_web(args, tmp_path, {"SPECHUB_VAR_DIR": str(tmp_path)}, drop=services)
     try:
         health = httpx.get(f"{base}/healthz")
         page = httpx.get(f"{base}/")

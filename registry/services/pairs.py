@@ -68,16 +68,41 @@ def pair_get_or_create(
     if method not in Method.values:
         raise ValidationError(f"Unknown method {method!r}; use one of {sorted(Method.values)}.", code="unknown-method")
     _check_draft(method=method, draft=draft)
-    fields = {
-        "verifier": verifier,
-        "draft": draft,
-        "method": method,
-        "num_speculative_tokens": num_speculative_tokens,
-        "verifier_dtype": verifier_dtype,
-        "draft_dtype": draft_dtype,
-        "options": options or {},
-    }
-    identity = pair_identity(**fields)
-    Pair(identity=identity, **fields).full_clean(exclude=["identity"], validate_unique=False)
+    options = options or {}
+    identity = pair_identity(
+        verifier=verifier,
+        draft=draft,
+        method=method,
+        num_speculative_tokens=num_speculative_tokens,
+        verifier_dtype=verifier_dtype,
+        draft_dtype=draft_dtype,
+        options=options,
+    )
+    candidate = Pair(
+        identity=identity,
+        verifier=verifier,
+        draft=draft,
+        method=method,
+        num_speculative_tokens=num_speculative_tokens,
+        verifier_dtype=verifier_dtype,
+        draft_dtype=draft_dtype,
+        options=options,
+        format_metadata=format_metadata or {},
+    )
+    candidate.full_clean(exclude=["identity"], validate_unique=False)
     with transaction.atomic():
-        return Pair.objects.get_or_create(identity=identity, defaults={**fields, "format_metadata": format_metadata or {}})
+        return Pair.objects.get_or_create(identity=identity, defaults=_row_values(candidate))
+
+
+def _row_values(pair: Pair) -> dict[str, Any]:
+    names = (
+        "verifier",
+        "draft",
+        "method",
+        "num_speculative_tokens",
+        "verifier_dtype",
+        "draft_dtype",
+        "options",
+        "format_metadata",
+    )
+    return {name: getattr(pair, name) for name in names}

@@ -4,6 +4,7 @@ which enforces the state machine in registry.states."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -65,7 +66,7 @@ def run_dispatch(*, run_id: int, countdown: int = 0) -> None:
     from workers.tasks import certify  # workers.tasks imports these services
 
     run = CertificationRun.objects.get(pk=run_id)
-    certify.apply_async(args=[run_id], queue=run.queue, countdown=countdown)
+    certify.apply_async(args=(run_id,), queue=run.queue, countdown=countdown)
 
 
 def run_create(*, pair: Pair, hardware: str, engine: str = "", trigger: str = RunTrigger.MANUAL) -> CertificationRun:
@@ -231,6 +232,5 @@ def runs_requeue_stale(*, now: datetime | None = None) -> list[int]:
             run_mark_stale(run=run)
             if run.state == RunState.QUEUED:
                 requeued.append(run_id)
-                transaction.on_commit(lambda run_id=run_id: run_dispatch(run_id=run_id))
+                transaction.on_commit(partial(run_dispatch, run_id=run_id))
     return requeued
-

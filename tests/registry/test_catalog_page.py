@@ -13,14 +13,15 @@ def test_an_empty_catalog_says_so_and_how_pairs_arrive(client):
 
 
 def test_the_catalog_lists_pairs_with_their_pinned_shas(client):
-    pair = PairFactory()
+    draft = HubModelFactory.create(repo_id="acme/listed-draft")
+    pair = PairFactory.create(draft=draft)
     page = client.get("/").content.decode()
-    assert pair.draft.repo_id in page and pair.verifier.sha[:12] in page
+    assert draft.repo_id in page and pair.verifier.sha[:12] in page
 
 
 def test_search_filters_by_repo_id_and_explains_no_match(client):
-    PairFactory(draft=HubModelFactory(repo_id="acme/eagle-head"))
-    PairFactory(draft=HubModelFactory(repo_id="other/draft"))
+    PairFactory.create(draft=HubModelFactory.create(repo_id="acme/eagle-head"))
+    PairFactory.create(draft=HubModelFactory.create(repo_id="other/draft"))
     page = client.get("/", {"q": "eagle"}).content.decode()
     assert "acme/eagle-head" in page and "other/draft" not in page
     assert "No pair matches" in client.get("/", {"q": "<script>"}).content.decode()
@@ -28,9 +29,9 @@ def test_search_filters_by_repo_id_and_explains_no_match(client):
 
 
 def test_the_catalog_paginates(client):
-    verifier = HubModelFactory(role="verifier")
+    verifier = HubModelFactory.create(role="verifier")
     for k in range(1, 28):
-        PairFactory(verifier=verifier, num_speculative_tokens=k)
+        PairFactory.create(verifier=verifier, num_speculative_tokens=k)
     first = client.get("/").content.decode()
     second = client.get("/", {"page": 2}).content.decode()
     assert "page 1 of 2 (27 pairs)" in first and "next" in first

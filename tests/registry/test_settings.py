@@ -11,7 +11,10 @@ from django.core.exceptions import ImproperlyConfigured
 from registry import envconf
 from tests.support.processes import ROOT
 
-LOAD_SETTINGS = "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"
+LOAD_SETTINGS = (
+    "import django; django.setup(); from django.conf import settings; "
+    "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"
+)
 SERVICE_VARS = ("DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG")
 
 
@@ -35,9 +38,7 @@ def test_with_a_broker_set_tasks_go_through_it(tmp_path):
     assert result.stdout.split() == ["django.db.backends.postgresql", "False"]
 
 
-@pytest.mark.parametrize(
-    "url", ["mysql://u@h/db", "not a url", "postgres://u@h:notaport/db", "postgres://u@h:5432/", "://"]
-)
+@pytest.mark.parametrize("url", ["mysql://u@h/db", "not a url", "postgres://u@h:notaport/db", "postgres://u@h:5432/", "://"])
 def test_a_malformed_database_url_is_refused_naming_the_variable(tmp_path, url):
     result = load_settings(tmp_path, DATABASE_URL=url)
     assert result.returncode != 0

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from itertools import pairwise
+
 from registry.states import FINAL_STATES, TRANSITIONS, RunState, can_transition
 
 
@@ -25,7 +27,7 @@ def test_every_state_can_reach_a_final_state():
 
 def test_the_happy_path_is_legal_in_order():
     path = ["queued", "fetching", "gating", "measuring", "publishing", "finished"]
-    assert all(can_transition(a, b) for a, b in zip(path, path[1:], strict=False))
+    assert all(can_transition(a, b) for a, b in pairwise(path))
 
 
 def test_it_cannot_skip_from_queued_to_finished():

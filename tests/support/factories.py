@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import factory
+from factory.base import Factory
+from factory.declarations import Sequence, SubFactory
+from factory.django import DjangoModelFactory
 
 from registry.models import CertificationRun, HubModel, Pair
 from registry.services.pairs import pair_get_or_create
@@ -15,21 +17,21 @@ def fake_sha(seed: object) -> str:
     return hashlib.sha1(str(seed).encode()).hexdigest()  # noqa: S324 - a fake commit id, not security
 
 
-class HubModelFactory(factory.django.DjangoModelFactory):
+class HubModelFactory(DjangoModelFactory[HubModel]):
     class Meta:
         model = HubModel
 
-    repo_id = factory.Sequence(lambda n: f"toy-org/model-{n}")
-    sha = factory.Sequence(fake_sha)
+    repo_id = Sequence(lambda n: f"toy-org/model-{n}")
+    sha = Sequence(fake_sha)
     role = "draft"
 
 
-class PairFactory(factory.Factory):
+class PairFactory(Factory[Pair]):
     class Meta:
         model = Pair
 
-    verifier = factory.SubFactory(HubModelFactory, role="verifier")
-    draft = factory.SubFactory(HubModelFactory, role="draft")
+    verifier = SubFactory(HubModelFactory, role="verifier")
+    draft = SubFactory(HubModelFactory, role="draft")
     method = "draft_model"
     num_speculative_tokens = 4
 
@@ -41,10 +43,10 @@ class PairFactory(factory.Factory):
     _build = _create
 
 
-class RunFactory(factory.django.DjangoModelFactory):
+class RunFactory(DjangoModelFactory[CertificationRun]):
     class Meta:
         model = CertificationRun
 
-    pair = factory.SubFactory(PairFactory)
+    pair = SubFactory(PairFactory)
     engine = "vllm"
     hardware = "cpu"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -39,10 +39,11 @@ def test_database_url() -> str:
     return f"postgres://{auth}@{host}{port}/{db['NAME']}"
 
 
-def process_env(*, drop: tuple[str, ...] = (), **overrides: str) -> dict[str, str]:
+def process_env(overrides: Mapping[str, str] | None = None, *, drop: tuple[str, ...] = ()) -> dict[str, str]:
     """Return this process's environment with the venv first on PATH, less `drop`, plus overrides."""
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONUNBUFFERED="1", **overrides)
+    env.update(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONUNBUFFERED="1")
+    env.update(overrides or {})
     return env
 
 
@@ -95,16 +96,18 @@ def start_worker(service: str, tmp_path: Path, **env: str) -> Process:
     """Start the compose service's worker command against the test database."""
     args = [*compose_command(service), "-n", f"{service}-{uuid.uuid4().hex[:6]}@%h"]
     log = tmp_path / f"{service}-{uuid.uuid4().hex[:6]}.log"
-    worker = Process(args, process_env(DATABASE_URL=test_database_url(), **env), log)
+    worker = Process(args, process_env({"DATABASE_URL": test_database_url(), **env}), log)
     worker.wait_for_output(" ready.", timeout=90)
     return worker
 
 
-def start_web(args: list[str], tmp_path: Path, drop: tuple[str, ...] = (), **env: str) -> tuple[Process, str]:
+def start_web(
+    args: list[str], tmp_path: Path, env: Mapping[str, str] | None = None, *, drop: tuple[str, ...] = ()
+) -> tuple[Process, str]:
     """Start a web server command with its port replaced; return it and its base URL."""
     port = free_port()
     args = [arg.replace("0.0.0.0:8000", f"127.0.0.1:{port}").replace("127.0.0.1:8000", f"127.0.0.1:{port}") for arg in args]
-    server = Process(args, process_env(drop=drop, **env), tmp_path / f"web-{port}.log")
+    server = Process(args, process_env(env, drop=drop), tmp_path / f"web-{port}.log")
     base = f"http://127.0.0.1:{port}"
     wait_until(lambda: _answers(base) or server.popen.poll() is not None, 90, f"{base} to answer")
     if server.popen.poll() is not None:
@@ -114,7 +117,7 @@ def start_web(args: list[str], tmp_path: Path, drop: tuple[str, ...] = (), **env
 
 def _answers(base: str) -> bool:
     try:
-        httpx.get(f"{base}/healthz", timeout=2)
+        httpx.get(f"{base}/healthz", timeout=10)
     except httpx.HTTPError:
         return False
     return True

@@ -76,7 +76,12 @@ def _crash(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
 
 
 def injected_quick_stages() -> list[Stage]:
-    return [InjectedStage("fetch", _quick), InjectedStage("gate", _quick), InjectedStage("baseline", _quick), InjectedStage("verdict", _verdict)]
+    return [
+        InjectedStage("fetch", _quick),
+        InjectedStage("gate", _quick),
+        InjectedStage("baseline", _quick),
+        InjectedStage("verdict", _verdict),
+    ]
 
 
 def injected_stages_hanging_on_first_attempt() -> list[Stage]:

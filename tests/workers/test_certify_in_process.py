@@ -15,9 +15,9 @@ STAGES = "tests.support.stages."
 
 
 def certify_with(stages: str, **run_fields):
-    run = RunFactory(**run_fields)
+    run = RunFactory.create(**run_fields)
     with override_settings(SPECHUB_DIRECTOR_STAGES=STAGES + stages, SPECHUB_RETRY_BACKOFF_SECONDS=0):
-        outcome = certify.apply(args=[run.pk])
+        outcome = certify.apply(args=(run.pk,))
     run.refresh_from_db()
     return run, outcome
 
@@ -56,8 +56,8 @@ def test_a_run_cancelled_while_running_stays_cancelled_without_results():
 
 
 def test_the_default_worker_fails_the_run_instead_of_inventing_results():
-    run = RunFactory()
-    certify.apply(args=[run.pk])
+    run = RunFactory.create()
+    certify.apply(args=(run.pk,))
     run.refresh_from_db()
     assert (run.state, run.attempts, run.error_code) == (RunState.FAILED_INFRA, 1, "director:no-stages")
 
@@ -65,5 +65,5 @@ def test_the_default_worker_fails_the_run_instead_of_inventing_results():
 def test_certifying_a_finished_run_again_changes_nothing():
     run, _ = certify_with("injected_quick_stages")
     with override_settings(SPECHUB_DIRECTOR_STAGES=STAGES + "injected_quick_stages"):
-        assert certify.apply(args=[run.pk]).result == "already-final"
+        assert certify.apply(args=(run.pk,)).result == "already-final"
     assert WorkloadResult.objects.filter(run=run).count() == 1

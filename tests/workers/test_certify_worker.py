@@ -35,7 +35,7 @@ def worker_env(markers, stages: str, **extra: str) -> dict[str, str]:
 
 def queue_run(hardware: str = "cpu") -> CertificationRun:
     with transaction.atomic():
-        run = run_create(pair=PairFactory(), hardware=hardware)
+        run = run_create(pair=PairFactory.create(), hardware=hardware)
     return run
 
 
@@ -45,7 +45,7 @@ def state_of(run: CertificationRun) -> str:
 
 
 def unacked_messages() -> int:
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    client = redis.Redis.from_url(str(settings.CELERY_BROKER_URL))
     return int(client.hlen(f"{settings.CELERY_BROKER_KEY_PREFIX}unacked"))
 
 

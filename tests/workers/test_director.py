@@ -10,8 +10,14 @@ from workers.spec import ModelRef, RunSpec
 
 def spec() -> RunSpec:
     return RunSpec(
-        run_id=1, attempt=1, verifier=ModelRef("toy/verifier", "a" * 40), draft=ModelRef("toy/draft", "b" * 40),
-        method="draft_model", num_speculative_tokens=4, engine="vllm", hardware="cpu",
+        run_id=1,
+        attempt=1,
+        verifier=ModelRef("toy/verifier", "a" * 40),
+        draft=ModelRef("toy/draft", "b" * 40),
+        method="draft_model",
+        num_speculative_tokens=4,
+        engine="vllm",
+        hardware="cpu",
     )
 
 
@@ -71,7 +77,9 @@ def test_the_director_core_imports_nothing_from_django():
     import subprocess
     import sys
 
-    code = "import sys, workers.director, workers.spec, workers.errors, workers.heartbeat, workers.stages; " \
+    code = (
+        "import sys, workers.director, workers.spec, workers.errors, workers.heartbeat, workers.stages; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'django', 'registry', 'celery'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -16,7 +17,7 @@ from tests.support.processes import ROOT, process_env, test_database_url
 
 @pytest.mark.django_db
 def test_the_same_pair_is_found_not_created_twice():
-    verifier, draft = HubModelFactory(role="verifier"), HubModelFactory()
+    verifier, draft = HubModelFactory.create(role="verifier"), HubModelFactory.create()
     first, created = pair_get_or_create(verifier=verifier, draft=draft, method="draft_model", num_speculative_tokens=4)
     again, created_again = pair_get_or_create(verifier=verifier, draft=draft, method="draft_model", num_speculative_tokens=4)
     assert (created, created_again, again.pk) == (True, False, first.pk)
@@ -24,8 +25,8 @@ def test_the_same_pair_is_found_not_created_twice():
 
 @pytest.mark.django_db
 def test_a_different_k_or_dtype_is_a_different_pair():
-    verifier, draft = HubModelFactory(role="verifier"), HubModelFactory()
-    base = {"verifier": verifier, "draft": draft, "method": "draft_model"}
+    verifier, draft = HubModelFactory.create(role="verifier"), HubModelFactory.create()
+    base: dict[str, Any] = {"verifier": verifier, "draft": draft, "method": "draft_model"}
     a, _ = pair_get_or_create(**base, num_speculative_tokens=4)
     b, _ = pair_get_or_create(**base, num_speculative_tokens=5)
     c, _ = pair_get_or_create(**base, num_speculative_tokens=4, draft_dtype="bfloat16")
@@ -34,24 +35,28 @@ def test_a_different_k_or_dtype_is_a_different_pair():
 
 @pytest.mark.django_db
 def test_an_ngram_pair_needs_no_draft_and_refuses_one():
-    verifier = HubModelFactory(role="verifier")
+    verifier = HubModelFactory.create(role="verifier")
     pair, _ = pair_get_or_create(verifier=verifier, draft=None, method="ngram", num_speculative_tokens=4)
     assert pair.draft is None
     with pytest.raises(ValidationError, match="uses no draft model"):
-        pair_get_or_create(verifier=verifier, draft=HubModelFactory(), method="ngram", num_speculative_tokens=4)
+        pair_get_or_create(verifier=verifier, draft=HubModelFactory.create(), method="ngram", num_speculative_tokens=4)
 
 
 @pytest.mark.django_db
 def test_a_draft_method_without_a_draft_is_refused():
     with pytest.raises(ValidationError, match="needs a draft model"):
-        pair_get_or_create(verifier=HubModelFactory(role="verifier"), draft=None, method="eagle3", num_speculative_tokens=4)
+        pair_get_or_create(
+            verifier=HubModelFactory.create(role="verifier"), draft=None, method="eagle3", num_speculative_tokens=4
+        )
     assert not Pair.objects.exists()
 
 
 @pytest.mark.django_db
 def test_k_out_of_range_is_refused():
     with pytest.raises(ValidationError, match="num_speculative_tokens"):
-        pair_get_or_create(verifier=HubModelFactory(), draft=HubModelFactory(), method="draft_model", num_speculative_tokens=0)
+        pair_get_or_create(
+            verifier=HubModelFactory.create(), draft=HubModelFactory.create(), method="draft_model", num_speculative_tokens=0
+        )
 
 
 @pytest.mark.django_db
@@ -87,8 +92,8 @@ print(json.dumps(out))
 
 @pytest.mark.django_db(transaction=True)
 def test_processes_racing_to_submit_the_same_pair_create_one_row():
-    verifier, draft = HubModelFactory(role="verifier"), HubModelFactory()
-    env = process_env(DATABASE_URL=test_database_url(), DJANGO_SETTINGS_MODULE="registry.settings")
+    verifier, draft = HubModelFactory.create(role="verifier"), HubModelFactory.create()
+    env = process_env({"DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "registry.settings"})
     start = time.time() + 4  # every racer has imported Django by then
     args = [sys.executable, "-c", RACER, str(verifier.pk), str(draft.pk), str(start)]
     racers = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) for _ in range(4)]

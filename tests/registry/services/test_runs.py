@@ -17,14 +17,14 @@ pytestmark = pytest.mark.django_db
 
 
 def claimed_run(**fields):
-    run = RunFactory(**fields)
+    run = RunFactory.create(**fields)
     spec = runs.run_claim(run_id=run.pk, worker="test")
     assert spec is not None
     return run, spec
 
 
 def test_it_refuses_an_illegal_transition_and_names_the_allowed_ones():
-    run = RunFactory()
+    run = RunFactory.create()
     with pytest.raises(runs.InvalidTransition, match=r"cannot go from 'queued' to 'finished'.*fetching"):
         runs.run_transition(run_id=run.pk, to=RunState.FINISHED)
     run.refresh_from_db()
@@ -32,7 +32,7 @@ def test_it_refuses_an_illegal_transition_and_names_the_allowed_ones():
 
 
 def test_a_final_run_refuses_every_transition():
-    run = RunFactory()
+    run = RunFactory.create()
     runs.run_cancel(run_id=run.pk)
     for target in RunState:
         with pytest.raises(runs.InvalidTransition, match="none: it is final"):
@@ -47,7 +47,7 @@ def test_claiming_a_queued_run_starts_attempt_one_in_fetching():
 
 
 def test_claiming_a_final_run_returns_nothing():
-    run = RunFactory()
+    run = RunFactory.create()
     runs.run_cancel(run_id=run.pk)
     assert runs.run_claim(run_id=run.pk, worker="test") is None
 
@@ -68,7 +68,7 @@ def test_claiming_a_run_whose_heartbeat_went_quiet_takes_it_over_as_attempt_two(
 
 
 def test_progress_moves_the_state_with_the_stage():
-    run, spec = claimed_run()
+    run, _ = claimed_run()
     runs.run_progress(run_id=run.pk, attempt=1, stage="gate", percent=20)
     runs.run_progress(run_id=run.pk, attempt=1, stage="baseline", percent=40)
     run.refresh_from_db()
