@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from celery import Task
@@ -18,6 +19,7 @@ from workers.director import Director, load_stages
 from workers.errors import InfraError, RunError
 from workers.heartbeat import Heartbeat
 from workers.spec import RunSpec
+from workers.timelimit import TimeLimits
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ class CertifyTask(Task):  # type: ignore[type-arg]
 
     def _attempt(self, spec: RunSpec) -> str:
         try:
-            with Heartbeat(lambda: _beat(spec), settings.SPECHUB_HEARTBEAT_SECONDS):
+            with self._limits(spec), Heartbeat(lambda: _beat(spec), settings.SPECHUB_HEARTBEAT_SECONDS):
                 document = self._direct(spec)
             runs.run_finish(run_id=spec.run_id, attempt=spec.attempt, document=document)
         except runs.RunNotActive as gone:
@@ -57,6 +59,12 @@ class CertifyTask(Task):  # type: ignore[type-arg]
         except RunError as error:
             return self._fail(spec, error)
         return "finished"
+
+    def _limits(self, spec: RunSpec) -> AbstractContextManager[object]:
+        if self.request.is_eager:  # in-process: never signal or end the web process
+            return nullcontext()
+        soft, hard = settings.SPECHUB_RUN_SOFT_TIME_LIMIT, settings.SPECHUB_RUN_HARD_TIME_LIMIT
+        return TimeLimits(soft, hard, on_hard=lambda: _fail_hard_limit(spec))
 
     def _direct(self, spec: RunSpec) -> dict[str, Any]:
         def progress(stage: str, percent: int) -> None:
@@ -79,6 +87,14 @@ class CertifyTask(Task):  # type: ignore[type-arg]
             backoff = settings.SPECHUB_RETRY_BACKOFF_SECONDS * 2 ** (spec.attempt - 1)
             raise self.retry(countdown=backoff)
         return "failed"
+
+
+def _fail_hard_limit(spec: RunSpec) -> None:
+    error = InfraError("worker:time-limit", f"The hard limit of {settings.SPECHUB_RUN_HARD_TIME_LIMIT} s ended the worker.")
+    try:
+        runs.run_fail(run_id=spec.run_id, attempt=spec.attempt, error=error)
+    finally:
+        connection.close()
 
 
 def _beat(spec: RunSpec) -> bool:

@@ -126,3 +126,19 @@ def injected_stages_cancelled_midway() -> list[Stage]:
     stages = injected_quick_stages()
     stages[2] = InjectedStage("baseline", _cancel_myself)
     return stages
+
+
+def _ignore_soft_limit(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.5)
+        except BaseException:  # noqa: BLE001 - a stage that swallows the soft limit, on purpose
+            _mark(spec, "swallowed soft limit")
+    return {"ok": True}
+
+
+def injected_stages_ignoring_the_soft_limit() -> list[Stage]:
+    stages = injected_quick_stages()
+    stages[2] = InjectedStage("baseline", _ignore_soft_limit)
+    return stages

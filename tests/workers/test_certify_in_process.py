@@ -6,6 +6,7 @@ import pytest
 from django.test import override_settings
 
 from registry.models import WorkloadResult
+from registry.services import runs
 from registry.states import RunState
 from tests.support.factories import RunFactory
 from workers.tasks import certify
@@ -67,3 +68,12 @@ def test_certifying_a_finished_run_again_changes_nothing():
     with override_settings(SPECHUB_DIRECTOR_STAGES=STAGES + "injected_quick_stages"):
         assert certify.apply(args=(run.pk,)).result == "already-final"
     assert WorkloadResult.objects.filter(run=run).count() == 1
+
+
+def test_a_delivery_while_another_worker_holds_the_run_leaves_it_alone():
+    run = RunFactory.create()
+    runs.run_claim(run_id=run.pk, worker="holder")
+    with override_settings(SPECHUB_DIRECTOR_STAGES=STAGES + "injected_quick_stages"):
+        assert certify.apply(args=(run.pk,)).result == "busy"
+    run.refresh_from_db()
+    assert (run.state, run.attempts, run.claimed_by) == (RunState.FETCHING, 1, "holder")

@@ -13,12 +13,14 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import transaction
+from django.test import override_settings
 
 from registry.models import CertificationRun, WorkloadResult
 from registry.services.runs import run_create
 from registry.states import RunState
 from tests.support.factories import PairFactory
 from tests.support.processes import start_worker, wait_until
+from workers.timelimit import HARD_LIMIT_EXIT_CODE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STAGES = "tests.support.stages."
@@ -115,3 +117,35 @@ def test_a_run_whose_worker_is_killed_is_redelivered_and_finishes_exactly_once(t
     assert WorkloadResult.objects.filter(run=run).count() == 1
     assert str(second.popen.pid) != str(first.popen.pid)
     assert os.path.exists(second.log)
+
+
+@override_settings(SPECHUB_RUN_MAX_ATTEMPTS=1)
+def test_the_soft_time_limit_ends_a_run_on_a_solo_worker(tmp_path):
+    env = worker_env(tmp_path, "injected_slow_stages", SPECHUB_TEST_SLOW_SECONDS="60", SPECHUB_RUN_SOFT_TIME_LIMIT="2")
+    worker = start_worker("worker-cpu", tmp_path, **env)
+    try:
+        run = queue_run()
+        wait_until(lambda: state_of(run) == RunState.FAILED_INFRA, 30, "the soft limit to fail the run")
+    finally:
+        worker.stop()
+    assert run.error_code == "worker:time-limit"
+    assert "end baseline" not in (tmp_path / f"{run.pk}.log").read_text()
+
+
+@override_settings(SPECHUB_RUN_MAX_ATTEMPTS=1)
+def test_the_hard_time_limit_fails_the_run_and_ends_the_worker(tmp_path):
+    env = worker_env(
+        tmp_path,
+        "injected_stages_ignoring_the_soft_limit",
+        SPECHUB_RUN_SOFT_TIME_LIMIT="1",
+        SPECHUB_RUN_HARD_TIME_LIMIT="4",
+    )
+    worker = start_worker("worker-cpu", tmp_path, **env)
+    try:
+        run = queue_run()
+        wait_until(lambda: worker.popen.poll() is not None, 30, "the hard limit to end the worker")
+    finally:
+        worker.stop()
+    assert worker.popen.returncode == HARD_LIMIT_EXIT_CODE
+    assert (state_of(run), run.error_code) == (RunState.FAILED_INFRA, "worker:time-limit")
+    assert "swallowed soft limit" in (tmp_path / f"{run.pk}.log").read_text()
