@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from registry.celery import queue_names
-from tests.support.processes import ROOT, Process, compose_command, process_env, test_database_url
+from tests.support.processes import ROOT, Process, compose_command, process_env, worker_database_url
 
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
@@ -60,7 +60,9 @@ def test_docker_compose_accepts_the_file_where_the_client_has_compose():
 @pytest.mark.django_db(transaction=True)
 def test_the_compose_beat_command_starts_on_the_database_scheduler(tmp_path):
     beat = Process(
-        compose_command("beat"), process_env({"DATABASE_URL": test_database_url()}), tmp_path / f"beat-{uuid.uuid4().hex[:6]}.log"
+        compose_command("beat"),
+        process_env({"DATABASE_URL": worker_database_url()}),
+        tmp_path / f"beat-{uuid.uuid4().hex[:6]}.log",
     )
     try:
         beat.wait_for_output("beat: Starting...", timeout=60)

@@ -6,13 +6,13 @@ import httpx
 import pytest
 
 from tests.services import free_port
-from tests.support.processes import BIN, compose_command, start_web, test_database_url
+from tests.support.processes import BIN, compose_command, start_web, worker_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_compose_web_command_serves_healthz_with_both_parts_up(tmp_path):
-    server, base = start_web(compose_command("web"), tmp_path, {"DATABASE_URL": test_database_url()})
+    server, base = start_web(compose_command("web"), tmp_path, {"DATABASE_URL": worker_database_url()})
     try:
         response = httpx.get(f"{base}/healthz")
         catalog = httpx.get(f"{base}/")
@@ -25,7 +25,7 @@ def test_the_compose_web_command_serves_healthz_with_both_parts_up(tmp_path):
 
 def test_healthz_answers_503_naming_the_broker_when_it_is_down(tmp_path):
     dead_broker = f"redis://127.0.0.1:{free_port()}/0"
-    env = {"DATABASE_URL": test_database_url(), "CELERY_BROKER_URL": dead_broker}
+    env = {"DATABASE_URL": worker_database_url(), "CELERY_BROKER_URL": dead_broker}
     server, base = start_web(compose_command("web"), tmp_path, env)
     try:
         response = httpx.get(f"{base}/healthz", timeout=30)

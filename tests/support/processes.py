@@ -30,7 +30,7 @@ def compose_command(service: str) -> list[str]:
     return command
 
 
-def test_database_url() -> str:
+def worker_database_url() -> str:
     """Return a DATABASE_URL for the test database the current test uses."""
     db = connection.settings_dict
     host = quote(db["HOST"] or "", safe="") if str(db["HOST"]).startswith("/") else db["HOST"]
@@ -96,7 +96,7 @@ def start_worker(service: str, tmp_path: Path, **env: str) -> Process:
     """Start the compose service's worker command against the test database."""
     args = [*compose_command(service), "-n", f"{service}-{uuid.uuid4().hex[:6]}@%h"]
     log = tmp_path / f"{service}-{uuid.uuid4().hex[:6]}.log"
-    worker = Process(args, process_env({"DATABASE_URL": test_database_url(), **env}), log)
+    worker = Process(args, process_env({"DATABASE_URL": worker_database_url(), **env}), log)
     worker.wait_for_output(" ready.", timeout=90)
     return worker
 

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from registry.models import HubModel, Pair
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from tests.support.factories import HubModelFactory, fake_sha
-from tests.support.processes import ROOT, process_env, test_database_url
+from tests.support.processes import ROOT, process_env, worker_database_url
 
 
 @pytest.mark.django_db
@@ -93,7 +93,7 @@ print(json.dumps(out))
 @pytest.mark.django_db(transaction=True)
 def test_processes_racing_to_submit_the_same_pair_create_one_row():
     verifier, draft = HubModelFactory.create(role="verifier"), HubModelFactory.create()
-    env = process_env({"DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "registry.settings"})
+    env = process_env({"DATABASE_URL": worker_database_url(), "DJANGO_SETTINGS_MODULE": "registry.settings"})
     start = time.time() + 4  # every racer has imported Django by then
     args = [sys.executable, "-c", RACER, str(verifier.pk), str(draft.pk), str(start)]
     racers = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) for _ in range(4)]
