@@ -21,7 +21,9 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 
-pip_args=(--quiet -e ".[${extras}]")
+target="."
+[[ -n "$extras" ]] && target=".[${extras}]"
+pip_args=(--quiet -e "$target")
 if [[ ",$extras," == *",cpu,"* ]]; then
   # torch 2.13.0+cpu comes from PyTorch's CPU index, unless a local wheel
   # (pip's find-links) already provides it; skip an index we cannot reach.
@@ -29,7 +31,7 @@ if [[ ",$extras," == *",cpu,"* ]]; then
     pip_args+=(--extra-index-url "$torch_index")
   fi
 fi
-echo "bootstrap: installing .[${extras}] (the cpu extra takes a few minutes the first time)"
+echo "bootstrap: installing $target (the cpu extra takes a few minutes the first time)"
 "$venv/bin/python" -m pip install "${pip_args[@]}"
 
 if [[ ",$extras," == *",cpu,"* ]]; then
