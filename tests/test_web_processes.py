@@ -62,3 +62,15 @@ def test_make_demo_serves_healthz_on_embedded_sqlite_and_in_process_tasks(tmp_pa
     assert "The catalog is empty" in page.text
     assert css.status_code == 200 and "font-family" in css.text
     assert (tmp_path / "spechub.sqlite3").exists()
+
+
+def test_make_demo_serves_healthz_on_configured_postgres_and_redis(tmp_path):
+    args = [str(BIN / "python"), "manage.py", "demo", "--addrport", "127.0.0.1:8000"]
+    server, base = start_web(args, tmp_path, {"DATABASE_URL": worker_database_url(), "SPECHUB_VAR_DIR": str(tmp_path)})
+    try:
+        health = httpx.get(f"{base}/healthz")
+    finally:
+        server.stop()
+    assert health.status_code == 200, health.text
+    assert health.json()["parts"] == {"database": "ok", "broker": "ok"}
+    assert not (tmp_path / "spechub.sqlite3").exists()
