@@ -6,57 +6,43 @@ import httpx
 import pytest
 
 from tests.services import free_port
-from tests.support.processes import BIN, compose_command, start_web, worker_database_url
+from tests.support.processes import BIN, compose_command, serving, worker_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
+DEMO = [str(BIN / "python"), "manage.py", "demo", "--addrport", "127.0.0.1:8000"]  # what `make demo` runs
 
 
 def test_the_compose_web_command_serves_healthz_with_both_parts_up(tmp_path):
-    server, base = start_web(compose_command("web"), tmp_path, {"DATABASE_URL": worker_database_url()})
-    try:
+    with serving(compose_command("web"), tmp_path, {"DATABASE_URL": worker_database_url()}) as base:
         response = httpx.get(f"{base}/healthz")
         catalog = httpx.get(f"{base}/")
-    finally:
-        server.stop()
     assert response.status_code == 200, response.text
     assert response.json()["parts"] == {"database": "ok", "broker": "ok"}
     assert catalog.status_code == 200 and "Catalog" in catalog.text
 
 
 def test_healthz_answers_503_naming_the_broker_when_it_is_down(tmp_path):
-    dead_broker = f"redis://127.0.0.1:{free_port()}/0"
-    env = {"DATABASE_URL": worker_database_url(), "CELERY_BROKER_URL": dead_broker}
-    server, base = start_web(compose_command("web"), tmp_path, env)
-    try:
+    env = {"DATABASE_URL": worker_database_url(), "CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0"}
+    with serving(compose_command("web"), tmp_path, env) as base:
         response = httpx.get(f"{base}/healthz", timeout=30)
-    finally:
-        server.stop()
     assert response.status_code == 503
     assert response.json()["down"] == ["broker"] and response.json()["parts"]["database"] == "ok"
 
 
 def test_healthz_answers_503_naming_the_database_when_it_is_down(tmp_path):
     env = {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{free_port()}/spechub"}
-    server, base = start_web(compose_command("web"), tmp_path, env)
-    try:
+    with serving(compose_command("web"), tmp_path, env) as base:
         response = httpx.get(f"{base}/healthz", timeout=30)
-    finally:
-        server.stop()
     assert response.status_code == 503
     assert response.json()["down"] == ["database"]
 
 
 def test_make_demo_serves_healthz_on_embedded_sqlite_and_in_process_tasks(tmp_path):
-    """Runs the command `make demo` runs, without DATABASE_URL or a broker."""
-    args = [str(BIN / "python"), "manage.py", "demo", "--addrport", "127.0.0.1:8000"]
     services = ("DATABASE_URL", "CELERY_BROKER_URL")
-    server, base = start_web(args, tmp_path, {"SPECHUB_VAR_DIR": str(tmp_path)}, drop=services)
-    try:
+    with serving(DEMO, tmp_path, {"SPECHUB_VAR_DIR": str(tmp_path)}, drop=services) as base:
         health = httpx.get(f"{base}/healthz")
         page = httpx.get(f"{base}/")
         css = httpx.get(f"{base}/static/registry/site.css")
-    finally:
-        server.stop()
     assert health.status_code == 200, health.text
     assert health.json()["parts"] == {"database": "ok", "broker": "in-process"}
     assert "The catalog is empty" in page.text
@@ -65,12 +51,9 @@ def test_make_demo_serves_healthz_on_embedded_sqlite_and_in_process_tasks(tmp_pa
 
 
 def test_make_demo_serves_healthz_on_configured_postgres_and_redis(tmp_path):
-    args = [str(BIN / "python"), "manage.py", "demo", "--addrport", "127.0.0.1:8000"]
-    server, base = start_web(args, tmp_path, {"DATABASE_URL": worker_database_url(), "SPECHUB_VAR_DIR": str(tmp_path)})
-    try:
+    env = {"DATABASE_URL": worker_database_url(), "SPECHUB_VAR_DIR": str(tmp_path)}
+    with serving(DEMO, tmp_path, env) as base:
         health = httpx.get(f"{base}/healthz")
-    finally:
-        server.stop()
     assert health.status_code == 200, health.text
     assert health.json()["parts"] == {"database": "ok", "broker": "ok"}
     assert not (tmp_path / "spechub.sqlite3").exists()

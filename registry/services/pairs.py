@@ -19,24 +19,15 @@ def hub_model_get_or_create(*, repo_id: str, sha: str, role: str, **fields: Any)
     return HubModel.objects.get_or_create(repo_id=repo_id, sha=sha, defaults={"role": role, **fields})
 
 
-def pair_identity(
-    *,
-    verifier: HubModel,
-    draft: HubModel | None,
-    method: str,
-    num_speculative_tokens: int,
-    verifier_dtype: str,
-    draft_dtype: str,
-    options: dict[str, Any],
-) -> str:
-    """Return the digest of everything that changes acceptance."""
+def pair_identity(pair: Pair) -> str:
+    """Return the digest of everything about `pair` that changes acceptance."""
     identity = {
-        "verifier": [verifier.repo_id, verifier.sha],
-        "draft": [draft.repo_id, draft.sha] if draft else None,
-        "method": method,
-        "k": num_speculative_tokens,
-        "dtypes": [verifier_dtype, draft_dtype],
-        "options": options,
+        "verifier": [pair.verifier.repo_id, pair.verifier.sha],
+        "draft": [pair.draft.repo_id, pair.draft.sha] if pair.draft else None,
+        "method": pair.method,
+        "k": pair.num_speculative_tokens,
+        "dtypes": [pair.verifier_dtype, pair.draft_dtype],
+        "options": pair.options,
     }
     canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -68,30 +59,20 @@ def pair_get_or_create(
     if method not in Method.values:
         raise ValidationError(f"Unknown method {method!r}; use one of {sorted(Method.values)}.", code="unknown-method")
     _check_draft(method=method, draft=draft)
-    options = options or {}
-    identity = pair_identity(
-        verifier=verifier,
-        draft=draft,
-        method=method,
-        num_speculative_tokens=num_speculative_tokens,
-        verifier_dtype=verifier_dtype,
-        draft_dtype=draft_dtype,
-        options=options,
-    )
     candidate = Pair(
-        identity=identity,
         verifier=verifier,
         draft=draft,
         method=method,
         num_speculative_tokens=num_speculative_tokens,
         verifier_dtype=verifier_dtype,
         draft_dtype=draft_dtype,
-        options=options,
+        options=options or {},
         format_metadata=format_metadata or {},
     )
-    candidate.full_clean(exclude=["identity"], validate_unique=False)
+    candidate.identity = pair_identity(candidate)
+    candidate.full_clean(validate_unique=False)
     with transaction.atomic():
-        return Pair.objects.get_or_create(identity=identity, defaults=_row_values(candidate))
+        return Pair.objects.get_or_create(identity=candidate.identity, defaults=_row_values(candidate))
 
 
 def _row_values(pair: Pair) -> dict[str, Any]:

@@ -8,7 +8,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -101,10 +102,11 @@ def start_worker(service: str, tmp_path: Path, **env: str) -> Process:
     return worker
 
 
-def start_web(
+@contextmanager
+def serving(
     args: list[str], tmp_path: Path, env: Mapping[str, str] | None = None, *, drop: tuple[str, ...] = ()
-) -> tuple[Process, str]:
-    """Start a web server command with its port replaced; return it and its base URL."""
+) -> Iterator[str]:
+    """Run a web server command on a free port while the block runs; yield its base URL."""
     port = free_port()
     args = [arg.replace("0.0.0.0:8000", f"127.0.0.1:{port}").replace("127.0.0.1:8000", f"127.0.0.1:{port}") for arg in args]
     server = Process(args, process_env(env, drop=drop), tmp_path / f"web-{port}.log")
@@ -112,7 +114,10 @@ def start_web(
     wait_until(lambda: _answers(base) or server.popen.poll() is not None, 90, f"{base} to answer")
     if server.popen.poll() is not None:
         raise AssertionError(f"web server exited with {server.popen.returncode}:\n{server.output()[-3000:]}")
-    return server, base
+    try:
+        yield base
+    finally:
+        server.stop()
 
 
 def _answers(base: str) -> bool:

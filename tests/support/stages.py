@@ -84,34 +84,29 @@ def injected_quick_stages() -> list[Stage]:
     ]
 
 
+def _replacing(name: str, action: Action) -> list[Stage]:
+    """Return the quick stages with the one called `name` doing `action` instead."""
+    return [InjectedStage(name, action) if stage.name == name else stage for stage in injected_quick_stages()]
+
+
 def injected_stages_hanging_on_first_attempt() -> list[Stage]:
-    stages = injected_quick_stages()
-    stages[2] = InjectedStage("baseline", _hang_on_first_attempt)
-    return stages
+    return _replacing("baseline", _hang_on_first_attempt)
 
 
 def injected_slow_stages() -> list[Stage]:
-    stages = injected_quick_stages()
-    stages[2] = InjectedStage("baseline", _slow)
-    return stages
+    return _replacing("baseline", _slow)
 
 
 def injected_stages_refusing_at_gate() -> list[Stage]:
-    stages = injected_quick_stages()
-    stages[1] = InjectedStage("gate", _user_error)
-    return stages
+    return _replacing("gate", _user_error)
 
 
 def injected_stages_failing_infra() -> list[Stage]:
-    stages = injected_quick_stages()
-    stages[2] = InjectedStage("baseline", _infra_error)
-    return stages
+    return _replacing("baseline", _infra_error)
 
 
 def injected_stages_crashing() -> list[Stage]:
-    stages = injected_quick_stages()
-    stages[2] = InjectedStage("baseline", _crash)
-    return stages
+    return _replacing("baseline", _crash)
 
 
 def _cancel_myself(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
@@ -123,9 +118,7 @@ def _cancel_myself(spec: RunSpec, report: Callable[[int], None]) -> dict[str, An
 
 
 def injected_stages_cancelled_midway() -> list[Stage]:
-    stages = injected_quick_stages()
-    stages[2] = InjectedStage("baseline", _cancel_myself)
-    return stages
+    return _replacing("baseline", _cancel_myself)
 
 
 def _ignore_soft_limit(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
@@ -139,6 +132,4 @@ def _ignore_soft_limit(spec: RunSpec, report: Callable[[int], None]) -> dict[str
 
 
 def injected_stages_ignoring_the_soft_limit() -> list[Stage]:
-    stages = injected_quick_stages()
-    stages[2] = InjectedStage("baseline", _ignore_soft_limit)
-    return stages
+    return _replacing("baseline", _ignore_soft_limit)

@@ -104,6 +104,7 @@ def test_a_run_whose_worker_is_killed_is_redelivered_and_finishes_exactly_once(t
     finally:
         first.kill()  # SIGKILL: no chance to ack, requeue or clean up
     assert first.popen.returncode == -9
+    assert unacked_messages() == 1, "the killed worker's message should wait, unacked, in the broker"
     second = start_worker("worker-cpu", tmp_path, **env)
     try:
         wait_until(lambda: state_of(run) == RunState.FINISHED, 120, "the redelivered run to finish")
