@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint check-migrations pytest bench web worker beat clean
+.PHONY: demo test lint check-migrations pytest bench hub zoo clean
 
 ## demo: create .venv if missing, migrate SQLite, load demo data, serve on 127.0.0.1:8000
 demo:
@@ -12,12 +12,13 @@ demo:
 ## test: create .venv with dev deps and the CPU engine, then lint, typecheck, check migrations, run pytest
 test:
 	scripts/bootstrap.sh dev,cpu
+	scripts/bootstrap_hub.sh
 	$(MAKE) lint check-migrations pytest
 
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy registry workers tests
+	$(VENV)/bin/mypy registry workers zoo tests
 
 check-migrations:
 	$(PY) manage.py makemigrations --check --dry-run
@@ -28,5 +29,16 @@ pytest:
 bench:
 	@echo "No benchmark targets yet: issues that name a speed or memory target add scripts under bench/."
 
+## hub: serve the toy zoo through olah on http://127.0.0.1:8090 (HF_ENDPOINT for huggingface_hub)
+hub:
+	scripts/bootstrap.sh dev,cpu
+	scripts/bootstrap_hub.sh
+	$(PY) -m zoo.localhub --port 8090
+
+## zoo: rebuild the toy zoo into zoo/models (about 20 CPU minutes; the built zoo is committed)
+zoo:
+	scripts/bootstrap.sh dev,cpu
+	$(PY) -m zoo.build
+
 clean:
-	rm -rf $(VENV) var staticfiles .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .venv-hub var staticfiles .mypy_cache .ruff_cache .pytest_cache

@@ -58,6 +58,56 @@ ERRORS: dict[str, ErrorText] = {
         "The certification crashed with an unexpected error.",
         "This is a SpecHub bug or an infrastructure fault; the run retries automatically.",
     ),
+    "hub:not-found": ErrorText(
+        Fault.USER,
+        "The Hub has no such repository, or no such revision in it.",
+        "Check the repo id (org/name) and the revision (branch, tag or full commit sha) on the Hub, then submit again.",
+    ),
+    "hub:revision-not-found": ErrorText(
+        Fault.USER,
+        "The repository exists but has no such revision.",
+        "Use a branch, a tag or a full 40-character commit sha that exists in the repository.",
+    ),
+    "hub:file-not-found": ErrorText(
+        Fault.USER,
+        "A file SpecHub needs is missing from the repository at that revision.",
+        "Add the file (usually config.json) to the repository and submit the new revision.",
+    ),
+    "hub:gated": ErrorText(
+        Fault.USER,
+        "The repository is gated or private, and SpecHub has no access to it.",
+        "Make the repository public, or grant SpecHub's Hub account access, then submit again.",
+    ),
+    "hub:bad-file": ErrorText(
+        Fault.USER,
+        "A file in the repository cannot be read.",
+        "Fix the file named in the message (for example make config.json valid JSON) and push a new revision.",
+    ),
+    "hub:unsafe-filename": ErrorText(
+        Fault.USER,
+        "The repository lists a file name SpecHub refuses to handle.",
+        "Rename files so that no name is absolute, contains '..', a backslash or control characters.",
+    ),
+    "hub:no-safetensors": ErrorText(
+        Fault.USER,
+        "The repository has no safetensors weights; SpecHub never loads pickled weights.",
+        "Convert the weights to safetensors (for example with transformers' save_pretrained) and push them.",
+    ),
+    "hub:unreachable": ErrorText(
+        Fault.INFRA,
+        "The Hub could not be reached.",
+        "Nothing to do on your side: SpecHub retries. Operators: check HF_ENDPOINT and the network.",
+    ),
+    "hub:timeout": ErrorText(
+        Fault.INFRA,
+        "The Hub did not answer in time.",
+        "Nothing to do on your side: SpecHub retries with backoff.",
+    ),
+    "hub:server-error": ErrorText(
+        Fault.INFRA,
+        "The Hub answered with a server error or asked SpecHub to slow down.",
+        "Nothing to do on your side: SpecHub retries with backoff.",
+    ),
     "run:invalid-spec": ErrorText(
         Fault.USER,
         "The run's specification is invalid.",

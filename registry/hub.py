@@ -1,0 +1,248 @@
+"""The only module that talks to the Hub, always through huggingface_hub.
+
+Metadata comes before weights: a revision resolves to a commit sha, then
+config.json, the tokenizer files and the safetensors headers are read without
+downloading any weight. Snapshots are pinned to a sha and limited to what an
+engine needs; pickled weights and repo code are never fetched. Client errors
+become UserError or InfraError with a stable code. This module imports nothing
+from Django, so a worker can use it alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+from huggingface_hub import HfApi, hf_hub_download, set_client_factory, snapshot_download
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    NotASafetensorsRepoError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils._http import default_client_factory
+
+from workers.errors import InfraError, RunError, UserError
+
+T = TypeVar("T")
+SHA = re.compile(r"^[0-9a-f]{40}$")
+METADATA_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
+# What an engine needs; never *.bin, *.pt, *.pkl or *.py.
+SNAPSHOT_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "*.json", "tokenizer.model", "*.tiktoken", "*.txt"]
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+_SAFE_NAME = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.\-/ +=@]{1,255}$")
+
+
+@dataclass(frozen=True)
+class RepoMetadata:
+    """What the gate reads about one repo at one commit, fetched without weights."""
+
+    repo_id: str
+    sha: str
+    files: list[str]
+    config: dict[str, Any] | None
+    tokenizer: dict[str, Any] | None
+    tokenizer_config: dict[str, Any] | None
+    safetensors: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def has_safetensors(self) -> bool:
+        return any(name.endswith(".safetensors") for name in self.files)
+
+    @property
+    def pickle_files(self) -> list[str]:
+        return [name for name in self.files if name.endswith(PICKLE_SUFFIXES)]
+
+    @property
+    def code_files(self) -> list[str]:
+        return [name for name in self.files if name.endswith(".py")]
+
+
+def tokenizer_hash(tokenizer: dict[str, Any], tokenizer_config: dict[str, Any] | None = None) -> str:
+    """Return a digest of the token→id map, the added tokens and the special tokens.
+
+    Two tokenizers with the same size but different tokens get different hashes.
+    """
+    model = tokenizer.get("model", {})
+    vocab = model.get("vocab", {})
+    added = sorted((t.get("id"), t.get("content"), bool(t.get("special"))) for t in tokenizer.get("added_tokens", []))
+    config = tokenizer_config or {}
+    special = {key: config.get(key) for key in ("bos_token", "eos_token", "pad_token", "unk_token")}
+    canonical = json.dumps({"vocab": vocab, "merges": model.get("merges"), "added": added, "special": special}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_filename(name: str) -> None:
+    """Raise UserError unless name is a plain relative path inside the repo."""
+    if not _SAFE_NAME.match(name) or "\\" in name or "//" in name:
+        raise UserError("hub:unsafe-filename", f"Refused file name {name!r}.")
+
+
+def configure_timeout(seconds: float) -> None:
+    """Give every huggingface_hub request a timeout.
+
+    Its API calls pass `timeout=None` per request, which disables the client's
+    own default, so the limit is applied in a request hook instead.
+    """
+    limit = httpx2.Timeout(seconds).as_dict()
+
+    def apply_limit(request: httpx2.Request) -> None:
+        current = request.extensions.get("timeout") or {}
+        if all(value is None for value in current.values()):
+            request.extensions["timeout"] = limit
+
+    def factory() -> httpx2.Client:
+        client = default_client_factory()
+        client.event_hooks["request"].append(apply_limit)
+        return client
+
+    set_client_factory(factory)
+
+
+class HubClient:
+    """Reads repos from one Hub endpoint (huggingface.co or any Hub-protocol mirror)."""
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        cache_dir: Path | None = None,
+        token: str | bool = False,
+        retries: int = 3,
+        backoff: float = 0.5,
+        timeout: float = 30.0,
+    ) -> None:
+        configure_timeout(timeout)
+        self.endpoint = endpoint
+        self.cache_dir = cache_dir
+        self.token = token
+        self.retries, self.backoff = retries, backoff
+        self.api = HfApi(endpoint=endpoint, token=token)
+
+    def resolve(self, repo_id: str, revision: str) -> str:
+        """Return the commit sha that `revision` (branch, tag or sha) names in repo_id."""
+        info = self._call(lambda: self.api.model_info(repo_id, revision=revision), repo_id, revision)
+        if not info.sha or not SHA.match(info.sha):
+            raise InfraError("hub:server-error", f"{repo_id}@{revision} resolved to no commit sha.")
+        return info.sha
+
+    def metadata(self, repo_id: str, revision: str) -> RepoMetadata:
+        """Return config, tokenizer and safetensors headers at the resolved commit; no weights."""
+        sha = self.resolve(repo_id, revision)
+        files = self._call(lambda: self.api.list_repo_files(repo_id, revision=sha), repo_id, sha)
+        for name in files:
+            check_filename(name)
+        problems: dict[str, str] = {}
+        documents = {name: self._json(repo_id, sha, name, problems) for name in METADATA_FILES if name in files}
+        headers = self._headers(repo_id, sha) if any(n.endswith(".safetensors") for n in files) else {}
+        return RepoMetadata(
+            repo_id=repo_id,
+            sha=sha,
+            files=sorted(files),
+            config=documents.get("config.json"),
+            tokenizer=documents.get("tokenizer.json"),
+            tokenizer_config=documents.get("tokenizer_config.json"),
+            safetensors=headers,
+            problems=problems,
+        )
+
+    def snapshot(self, repo_id: str, sha: str) -> Path:
+        """Download the engine files of repo_id at exactly `sha` and return the local folder."""
+        if not SHA.match(sha):
+            raise ValueError(f"snapshot needs a full commit sha, got {sha!r}; resolve the revision first")
+        path = self._call(
+            lambda: snapshot_download(
+                repo_id,
+                revision=sha,
+                allow_patterns=SNAPSHOT_PATTERNS,
+                cache_dir=self.cache_dir,
+                endpoint=self.endpoint,
+                token=self.token,
+            ),
+            repo_id,
+            sha,
+        )
+        return Path(path)
+
+    def _download(self, repo_id: str, sha: str, filename: str) -> Path:
+        path = hf_hub_download(
+            repo_id, filename, revision=sha, cache_dir=self.cache_dir, endpoint=self.endpoint, token=self.token
+        )
+        return Path(path)
+
+    def _json(self, repo_id: str, sha: str, filename: str, problems: dict[str, str]) -> dict[str, Any] | None:
+        path = self._call(lambda: self._download(repo_id, sha, filename), repo_id, sha)
+        try:
+            document = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError) as exc:
+            problems[filename] = f"{filename} is not valid JSON: {exc}"
+            return None
+        if not isinstance(document, dict):
+            problems[filename] = f"{filename} is not a JSON object"
+            return None
+        return document
+
+    def _headers(self, repo_id: str, sha: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """Return {file: {tensor: {dtype, shape}}} read from the safetensors headers only."""
+        try:
+            found = self._call(lambda: self.api.get_safetensors_metadata(repo_id, revision=sha), repo_id, sha)
+        except NotASafetensorsRepoError:
+            return {}
+        return {
+            filename: {name: {"dtype": info.dtype, "shape": list(info.shape)} for name, info in meta.tensors.items()}
+            for filename, meta in found.files_metadata.items()
+        }
+
+    def _call(self, action: Callable[[], T], repo_id: str, revision: str) -> T:
+        """Run one Hub call, retrying transient failures with backoff; map errors to SpecHub's."""
+        for attempt in range(1, self.retries + 1):
+            try:
+                return action()
+            except Exception as exc:
+                error = classify(exc, repo_id, revision)
+                if not (error.retryable and attempt < self.retries):
+                    raise error from exc
+            time.sleep(self.backoff * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def classify(exc: BaseException, repo_id: str, revision: str) -> RunError:
+    """Return the SpecHub error for a huggingface_hub failure."""
+    where = f"{repo_id}@{revision}"
+    for cause in _chain(exc):
+        if isinstance(cause, RunError):
+            return cause
+        if isinstance(cause, GatedRepoError):
+            return UserError("hub:gated", f"{where}.")
+        if isinstance(cause, RevisionNotFoundError):
+            return UserError("hub:revision-not-found", f"{where}.")
+        if isinstance(cause, RepositoryNotFoundError):
+            return UserError("hub:not-found", f"{where}.")
+        # A LocalEntryNotFoundError (also a FileNotFoundError) is a cache miss wrapping a network failure.
+        if isinstance(cause, EntryNotFoundError) and not isinstance(cause, FileNotFoundError):
+            return UserError("hub:file-not-found", f"{where}: {cause}.")
+        if isinstance(cause, httpx2.TimeoutException | TimeoutError):
+            return InfraError("hub:timeout", f"{where}.")
+        if isinstance(cause, httpx2.TransportError | ConnectionError):
+            return InfraError("hub:unreachable", f"{where}: {cause}.")
+        if isinstance(cause, HfHubHTTPError) and cause.response is not None and cause.response.status_code >= 429:
+            return InfraError("hub:server-error", f"{where}: HTTP {cause.response.status_code}.")
+    return InfraError("hub:unreachable", f"{where}: {type(exc).__name__}: {exc}.")

@@ -1,0 +1,52 @@
+"""The zoo build is seeded and reproducible; the committed zoo matches its own record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.processes import ROOT
+from zoo.build import file_digests
+
+ZOO = ROOT / "zoo" / "models"
+
+
+def build(out: Path, seed: int) -> dict[str, Any]:
+    args = [sys.executable, "-m", "zoo.build", "--out", str(out), "--seed", str(seed), "--scale", "0.01"]
+    subprocess.run(args, cwd=ROOT, check=True, capture_output=True, timeout=600)
+    record: dict[str, Any] = json.loads((out / "BUILD.json").read_text())
+    return record
+
+
+@pytest.mark.engine
+def test_two_builds_with_the_same_seed_are_identical_and_another_seed_differs(tmp_path):
+    first, second = build(tmp_path / "a", 0), build(tmp_path / "b", 0)
+    assert first["files"] == second["files"]
+    tokenizer = "spechub-toy/llama-verifier/tokenizer.json"
+    weights = "spechub-toy/llama-verifier/model.safetensors"
+    assert tokenizer in first["files"] and weights in first["files"]
+    other = build(tmp_path / "c", 1)
+    assert other["files"][weights] != first["files"][weights]
+
+
+def test_the_committed_zoo_matches_its_build_record():
+    record = json.loads((ZOO / "BUILD.json").read_text())
+    assert file_digests(ZOO) == record["files"]
+    assert record["scale"] == 1.0
+
+
+def test_the_committed_zoo_stays_under_25_mb_of_distinct_content():
+    distinct = {hashlib.sha256(p.read_bytes()).hexdigest(): p.stat().st_size for p in ZOO.rglob("*") if p.is_file()}
+    assert sum(distinct.values()) < 25 * 1024 * 1024
+
+
+def test_the_zoo_stores_weights_as_safetensors_except_the_deliberate_pickle():
+    pickles = sorted(str(p.relative_to(ZOO)) for p in ZOO.rglob("*.bin"))
+    assert pickles == ["spechub-toy/broken-pickle-only/pytorch_model.bin"]
+    assert len(list(ZOO.rglob("model.safetensors"))) >= 11
