@@ -1,2 +1,2 @@
 # SpecHub must never import or run this file.
-raise RuntimeError("remote code was executed")
+raise RuntimeError('remote code was executed')
