@@ -49,10 +49,12 @@ import registry, workers
 for package in (registry, workers):
     for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         importlib.import_module(module.name)
-call_command("migrate", verbosity=0)
+call_command("demo", no_serve=True)  # migrates and registers the toy zoo
 setup_test_environment()
 client = Client()
-print(client.get("/healthz").status_code, client.get("/").status_code, client.get("/admin/login/").status_code)
+catalog = client.get("/")
+assert b"spechub-toy/eagle3-head" in catalog.content, catalog.content[:500]
+print(client.get("/healthz").status_code, catalog.status_code, client.get("/admin/login/").status_code)
 """
 
 

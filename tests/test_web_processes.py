@@ -45,7 +45,7 @@ def test_make_demo_serves_healthz_on_embedded_sqlite_and_in_process_tasks(tmp_pa
         css = httpx.get(f"{base}/static/registry/site.css")
     assert health.status_code == 200, health.text
     assert health.json()["parts"] == {"database": "ok", "broker": "in-process"}
-    assert "The catalog is empty" in page.text
+    assert "spechub-toy/llama-draft-1l" in page.text and "none (ngram)" in page.text
     assert css.status_code == 200 and "font-family" in css.text
     assert (tmp_path / "spechub.sqlite3").exists()
 

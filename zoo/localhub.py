@@ -63,9 +63,14 @@ def _add_history(repo: Path) -> None:
     commit_all(repo, "Document the release", "2026-11-03T12:00:00+00:00")
 
 
+def git_sha(repo: Path, ref: str) -> str:
+    """Return the commit sha `ref` names in the git work tree `repo`."""
+    return _git(repo, "rev-parse", f"{ref}^{{commit}}")
+
+
 def seed_main_meta(repos_path: Path, repo_id: str, repo: Path) -> None:
     """Write olah's meta_head.json for main, which model_info without a revision needs."""
-    sha = _git(repo, "rev-parse", "main")
+    sha = git_sha(repo, "main")
     date = _git(repo, "log", "-1", "--format=%cI", "main")
     target = repos_path / "api" / "models" / repo_id / "revision" / "main" / "meta_head.json"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -3,35 +3,32 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from registry.hub import HubClient, check_filename, tokenizer_hash
 from tests.services import free_port
 from workers.errors import InfraError, UserError
-from zoo.localhub import LocalHub, commit_all
+from zoo.localhub import LocalHub, commit_all, git_sha
 
 DRAFT = "spechub-toy/llama-draft-1l"
 VERIFIER = "spechub-toy/llama-verifier"
 
 
-def git_sha(hub: LocalHub, repo_id: str, ref: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(hub.mirror(repo_id)), "rev-parse", f"{ref}^{{commit}}"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+def mirror_sha(hub: LocalHub, repo_id: str, ref: str) -> str:
+    return git_sha(hub.mirror(repo_id), ref)
 
 
 def test_main_a_tag_a_branch_and_a_sha_all_resolve(local_hub, hub_client):
     for ref in ("main", "v1.0", "experimental"):
-        assert hub_client.resolve(DRAFT, ref) == git_sha(local_hub, DRAFT, ref)
-    tagged = git_sha(local_hub, DRAFT, "v1.0")
+        assert hub_client.resolve(DRAFT, ref) == mirror_sha(local_hub, DRAFT, ref)
+    tagged = mirror_sha(local_hub, DRAFT, "v1.0")
     assert hub_client.resolve(DRAFT, tagged) == tagged
-    assert len({git_sha(local_hub, DRAFT, ref) for ref in ("main", "v1.0", "experimental")}) == 3
+    assert len({mirror_sha(local_hub, DRAFT, ref) for ref in ("main", "v1.0", "experimental")}) == 3
 
 
 def test_model_info_without_a_revision_works_through_the_seeded_meta_head(local_hub, hub_client):
-    assert hub_client.api.model_info(DRAFT).sha == git_sha(local_hub, DRAFT, "main")
+    assert hub_client.api.model_info(DRAFT).sha == mirror_sha(local_hub, DRAFT, "main")
 
 
 def test_a_metadata_fetch_downloads_no_weight_file(hub_client):

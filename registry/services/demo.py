@@ -1,0 +1,102 @@
+"""Writes that put the toy zoo in the catalog, for the demo."""
+
+from __future__ import annotations
+
+import json
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from registry.hub import tokenizer_hash
+from registry.models import HubModel, Pair, Role
+from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
+from zoo.localhub import build_mirrors, git_sha
+
+ORG = "spechub-toy"
+ROLES = {
+    "llama-verifier": Role.VERIFIER,
+    "llama-draft-1l": Role.DRAFT,
+    "eagle3-head": Role.SPECULATOR,
+    "eagle3-head-reduced": Role.SPECULATOR,
+}
+
+
+@dataclass(frozen=True)
+class ZooPair:
+    draft: str | None
+    method: str
+    options: dict[str, Any]
+
+
+ZOO_PAIRS = [
+    ZooPair("llama-draft-1l", "draft_model", {}),
+    ZooPair("eagle3-head", "eagle3", {}),
+    ZooPair("eagle3-head-reduced", "eagle3", {}),
+    ZooPair("llama-verifier", "draft_model", {}),  # the self-draft, a sanity check
+    ZooPair(None, "ngram", {"prompt_lookup_min": 2, "prompt_lookup_max": 4}),
+]
+
+
+def _parameter_count(weights: Path) -> int:
+    """Count parameters from the safetensors header alone."""
+    with weights.open("rb") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(length))
+    total = 0
+    for name, info in header.items():
+        if name != "__metadata__":
+            count = 1
+            for size in info["shape"]:
+                count *= size
+            total += count
+    return total
+
+
+def _license(card: Path) -> str:
+    for line in card.read_text().splitlines():
+        if line.startswith("license:"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def _zoo_model(repo: Path, sha: str, verifier_tokenizer: str) -> HubModel:
+    config = json.loads((repo / "config.json").read_text())
+    tokenizer = repo / "tokenizer.json"
+    model, _ = hub_model_get_or_create(
+        repo_id=f"{ORG}/{repo.name}",
+        sha=sha,
+        role=ROLES[repo.name],
+        architecture=config.get("architectures", [""])[0],
+        family="toy-llama",
+        parameter_count=_parameter_count(repo / "model.safetensors"),
+        dtype=config.get("dtype", ""),
+        license=_license(repo / "README.md"),
+        tokenizer_hash=tokenizer_hash(json.loads(tokenizer.read_text())) if tokenizer.exists() else verifier_tokenizer,
+        config=config,
+    )
+    return model
+
+
+def demo_catalog_load(*, zoo_dir: Path) -> list[Pair]:
+    """Register the zoo's models, pinned to the commits the local Hub serves, and its pairs."""
+    with tempfile.TemporaryDirectory() as root:
+        build_mirrors(Path(root), zoo_dir)
+        shas = {name: git_sha(Path(root) / "mirrors" / "models" / ORG / name, "main") for name in ROLES}
+    org = zoo_dir / ORG
+    verifier_tokenizer = tokenizer_hash(json.loads((org / "llama-verifier" / "tokenizer.json").read_text()))
+    with transaction.atomic():
+        models = {name: _zoo_model(org / name, shas[name], verifier_tokenizer) for name in ROLES}
+        return [
+            pair_get_or_create(
+                verifier=models["llama-verifier"],
+                draft=models[pair.draft] if pair.draft else None,
+                method=pair.method,
+                num_speculative_tokens=4,
+                options=pair.options,
+            )[0]
+            for pair in ZOO_PAIRS
+        ]

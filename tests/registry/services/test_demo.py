@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import pytest
+
+from registry.models import HubModel, Pair
+from registry.services.demo import demo_catalog_load
+from tests.support.processes import ROOT
+
+pytestmark = pytest.mark.django_db
+ZOO = ROOT / "zoo" / "models"
+
+
+def test_the_demo_registers_the_zoo_pairs_once_including_ngram_and_the_self_draft():
+    pairs = demo_catalog_load(zoo_dir=ZOO)
+    again = demo_catalog_load(zoo_dir=ZOO)
+    assert [p.pk for p in pairs] == [p.pk for p in again] and Pair.objects.count() == 5
+    methods = sorted((p.method, p.draft.repo_id if p.draft else None) for p in pairs)
+    assert ("ngram", None) in methods
+    assert ("draft_model", "spechub-toy/llama-verifier") in methods
+
+
+def test_zoo_models_are_pinned_to_the_commits_the_local_hub_serves(local_hub, hub_client):
+    demo_catalog_load(zoo_dir=ZOO)
+    for model in HubModel.objects.all():
+        assert hub_client.resolve(model.repo_id, "main") == model.sha
+
+
+def test_zoo_models_carry_their_metadata():
+    demo_catalog_load(zoo_dir=ZOO)
+    verifier = HubModel.objects.get(repo_id="spechub-toy/llama-verifier")
+    head = HubModel.objects.get(repo_id="spechub-toy/eagle3-head")
+    assert (verifier.architecture, verifier.license, verifier.dtype) == ("LlamaForCausalLM", "apache-2.0", "bfloat16")
+    assert 3_000_000 < (verifier.parameter_count or 0) < 6_000_000
+    assert head.role == "speculator" and head.tokenizer_hash == verifier.tokenizer_hash
