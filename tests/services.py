@@ -23,12 +23,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
+from zoo.localhub import free_port
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+__all__ = ["free_port"]
 
 
 class ThrowawayServers:
