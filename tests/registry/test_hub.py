@@ -126,3 +126,30 @@ def test_a_server_that_never_answers_is_a_timeout(tmp_path):
             client.resolve(VERIFIER, "main")
     HubClient(timeout=30)  # restore the shared client's default for later tests
     assert error.value.code == "hub:timeout"
+
+
+def _constructed(error_class, status: int):
+    """Build a client error by hand: olah serves no gated repos and never answers 5xx."""
+    import httpx2
+
+    response = httpx2.Response(status, request=httpx2.Request("GET", "http://hub.invalid/api/models/a/b"))
+    return error_class(f"HTTP {status}", response=response)
+
+
+@pytest.mark.parametrize(
+    ("error_class", "status", "code", "retryable"),
+    [
+        ("GatedRepoError", 403, "hub:gated", False),
+        ("RevisionNotFoundError", 404, "hub:revision-not-found", False),
+        ("HfHubHTTPError", 503, "hub:server-error", True),
+        ("HfHubHTTPError", 429, "hub:server-error", True),
+    ],
+)
+def test_classify_maps_constructed_client_errors(error_class, status, code, retryable):
+    from huggingface_hub import errors
+
+    from registry.hub import classify
+
+    error = classify(_constructed(getattr(errors, error_class), status), "org/name", "main")
+    assert (error.code, error.retryable) == (code, retryable)
+    assert "org/name@main" in error.message
