@@ -11,8 +11,10 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -160,6 +162,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Serve the toy zoo through olah on loopback.")
     parser.add_argument("--port", type=int, default=8090)
     args = parser.parse_args()
+    # SIGTERM must unwind the `with` below, or olah outlives this process.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     with LocalHub(port=args.port) as hub:
         print(f"Serving the toy zoo at {hub.endpoint}; use HF_ENDPOINT={hub.endpoint}. Ctrl-C stops.", flush=True)
         try:
