@@ -56,10 +56,6 @@ class RepoMetadata:
     problems: dict[str, str] = field(default_factory=dict)
 
     @property
-    def has_safetensors(self) -> bool:
-        return any(name.endswith(".safetensors") for name in self.files)
-
-    @property
     def pickle_files(self) -> list[str]:
         return [name for name in self.files if name.endswith(PICKLE_SUFFIXES)]
 

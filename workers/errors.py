@@ -78,20 +78,10 @@ ERRORS: dict[str, ErrorText] = {
         "The repository is gated or private, and SpecHub has no access to it.",
         "Make the repository public, or grant SpecHub's Hub account access, then submit again.",
     ),
-    "hub:bad-file": ErrorText(
-        Fault.USER,
-        "A file in the repository cannot be read.",
-        "Fix the file named in the message (for example make config.json valid JSON) and push a new revision.",
-    ),
     "hub:unsafe-filename": ErrorText(
         Fault.USER,
         "The repository lists a file name SpecHub refuses to handle.",
         "Rename files so that no name is absolute, contains '..', a backslash or control characters.",
-    ),
-    "hub:no-safetensors": ErrorText(
-        Fault.USER,
-        "The repository has no safetensors weights; SpecHub never loads pickled weights.",
-        "Convert the weights to safetensors (for example with transformers' save_pretrained) and push them.",
     ),
     "hub:unreachable": ErrorText(
         Fault.INFRA,

@@ -20,12 +20,11 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-from zoo import broken, corpus
+from zoo import ORG, broken, corpus
 from zoo.eagle3 import Eagle3Head
 from zoo.tokenizer import save_tokenizer, special_ids, train_tokenizer
 from zoo.train import Schedule, distill_draft, draft_agreement, head_agreement, train_head, train_verifier
 
-ORG = "spechub-toy"
 VERIFIER, DRAFT, HEAD, HEAD_REDUCED = "llama-verifier", "llama-draft-1l", "eagle3-head", "eagle3-head-reduced"
 VOCAB, HIDDEN, LAYERS, HEADS, INTERMEDIATE, SEQ = 2048, 256, 4, 4, 688, 128
 AUX_LAYER_IDS = [1, 2, 3]  # inputs of layers 1, L/2 and L-1 (vLLM's convention) for L = 4

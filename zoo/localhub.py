@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from zoo import ORG
+
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = Path(os.environ.get("SPECHUB_ZOO_DIR", Path(__file__).resolve().parent / "models"))
 OLAH = Path(os.environ.get("SPECHUB_OLAH", ROOT / ".venv-hub" / "bin" / "olah-cli"))
@@ -30,7 +32,7 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "SpecHub toy zoo",
     "GIT_COMMITTER_EMAIL": "zoo@spechub.invalid",
 }
-HISTORY_REPO = "spechub-toy/llama-draft-1l"
+HISTORY_REPO = f"{ORG}/llama-draft-1l"
 
 
 def _git(repo: Path, *args: str, date: str = "2026-11-01T12:00:00+00:00") -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import struct
 import tempfile
 from dataclasses import dataclass
@@ -14,9 +15,9 @@ from django.db import transaction
 from registry.hub import tokenizer_hash
 from registry.models import HubModel, Pair, Role
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
+from zoo import ORG
 from zoo.localhub import build_mirrors, git_sha
 
-ORG = "spechub-toy"
 ROLES = {
     "llama-verifier": Role.VERIFIER,
     "llama-draft-1l": Role.DRAFT,
@@ -46,14 +47,7 @@ def _parameter_count(weights: Path) -> int:
     with weights.open("rb") as handle:
         (length,) = struct.unpack("<Q", handle.read(8))
         header = json.loads(handle.read(length))
-    total = 0
-    for name, info in header.items():
-        if name != "__metadata__":
-            count = 1
-            for size in info["shape"]:
-                count *= size
-            total += count
-    return total
+    return sum(math.prod(info["shape"]) for name, info in header.items() if name != "__metadata__")
 
 
 def _license(card: Path) -> str:
