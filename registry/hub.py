@@ -10,17 +10,24 @@ from Django, so a worker can use it alone.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
+import struct
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
-from huggingface_hub import HfApi, hf_hub_download, set_client_factory, snapshot_download
+from huggingface_hub import (
+    HfApi,
+    get_session,
+    hf_hub_download,
+    hf_hub_url,
+    hf_raise_for_status,
+    set_client_factory,
+    snapshot_download,
+)
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -31,6 +38,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils._http import default_client_factory
 
+from registry.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, tensor_span
 from workers.errors import InfraError, RunError, UserError
 
 T = TypeVar("T")
@@ -38,49 +46,17 @@ SHA = re.compile(r"^[0-9a-f]{40}$")
 METADATA_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
 # What an engine needs; never *.bin, *.pt, *.pkl or *.py.
 SNAPSHOT_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "*.json", "tokenizer.model", "*.tiktoken", "*.txt"]
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 _SAFE_NAME = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.\-/ +=@]{1,255}$")
 
 
-@dataclass(frozen=True)
-class RepoMetadata:
-    """What the gate reads about one repo at one commit, fetched without weights."""
-
-    repo_id: str
-    sha: str
-    files: list[str]
-    config: dict[str, Any] | None
-    tokenizer: dict[str, Any] | None
-    tokenizer_config: dict[str, Any] | None
-    safetensors: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    problems: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def pickle_files(self) -> list[str]:
-        return [name for name in self.files if name.endswith(PICKLE_SUFFIXES)]
-
-    @property
-    def code_files(self) -> list[str]:
-        return [name for name in self.files if name.endswith(".py")]
-
-
-def tokenizer_hash(tokenizer: dict[str, Any], tokenizer_config: dict[str, Any] | None = None) -> str:
-    """Return a digest of the token→id map, the added tokens and the special tokens.
-
-    Two tokenizers with the same size but different tokens get different hashes.
-    """
-    model = tokenizer.get("model", {})
-    vocab = model.get("vocab", {})
-    added = sorted((t.get("id"), t.get("content"), bool(t.get("special"))) for t in tokenizer.get("added_tokens", []))
-    config = tokenizer_config or {}
-    special = {key: config.get(key) for key in ("bos_token", "eos_token", "pad_token", "unk_token")}
-    canonical = json.dumps({"vocab": vocab, "merges": model.get("merges"), "added": added, "special": special}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+def is_safe_filename(name: str) -> bool:
+    """Return whether name is a plain relative path inside the repo."""
+    return bool(_SAFE_NAME.match(name)) and "\\" not in name and "//" not in name
 
 
 def check_filename(name: str) -> None:
     """Raise UserError unless name is a plain relative path inside the repo."""
-    if not _SAFE_NAME.match(name) or "\\" in name or "//" in name:
+    if not is_safe_filename(name):
         raise UserError("hub:unsafe-filename", f"Refused file name {name!r}.")
 
 
@@ -134,9 +110,9 @@ class HubClient:
     def metadata(self, repo_id: str, revision: str) -> RepoMetadata:
         """Return config, tokenizer and safetensors headers at the resolved commit; no weights."""
         sha = self.resolve(repo_id, revision)
-        files = self._call(lambda: self.api.list_repo_files(repo_id, revision=sha), repo_id, sha)
-        for name in files:
-            check_filename(name)
+        listed = self._call(lambda: self.api.list_repo_files(repo_id, revision=sha), repo_id, sha)
+        unsafe = [name for name in listed if not is_safe_filename(name)]
+        files = [name for name in listed if name not in unsafe]
         problems: dict[str, str] = {}
         documents = {name: self._json(repo_id, sha, name, problems) for name in METADATA_FILES if name in files}
         headers = self._headers(repo_id, sha) if any(n.endswith(".safetensors") for n in files) else {}
@@ -149,7 +125,43 @@ class HubClient:
             tokenizer_config=documents.get("tokenizer_config.json"),
             safetensors=headers,
             problems=problems,
+            unsafe_files=unsafe,
         )
+
+    def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]:
+        """Read the named small tensors with HTTP range requests; other tensors are never fetched."""
+        found: dict[str, TensorData] = {}
+        for name in names:
+            filename = meta.tensor_file(name)
+            if filename is not None:
+                found[name] = self._tensor(meta, filename, name)
+        return found
+
+    def _tensor(self, meta: RepoMetadata, filename: str, name: str) -> TensorData:
+        info = meta.safetensors[filename][name]
+        span = tensor_span(info)
+        if isinstance(span, TensorData):
+            return span
+        url = hf_hub_url(meta.repo_id, filename, revision=meta.sha, endpoint=self.endpoint)
+        (header_length,) = struct.unpack("<Q", self._call(lambda: self._range(url, 0, 8), meta.repo_id, meta.sha))
+        start, end = 8 + header_length + span[0], 8 + header_length + span[1]
+        raw = self._call(lambda: self._range(url, start, end), meta.repo_id, meta.sha)
+        return decode_tensor(info, raw)
+
+    def _range(self, url: str, start: int, end: int) -> bytes:
+        """Return bytes [start, end) of url, reading no more than that even if the server ignores Range."""
+        headers = {**self.api._build_hf_headers(token=self.token), "range": f"bytes={start}-{end - 1}"}
+        with get_session().stream("GET", url, headers=headers, follow_redirects=True) as response:
+            if response.status_code >= 400:
+                response.read()
+                hf_raise_for_status(response)
+            skip = 0 if response.status_code == 206 else start
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) >= skip + (end - start):
+                    break
+        return bytes(body[skip : skip + end - start])
 
     def snapshot(self, repo_id: str, sha: str) -> Path:
         """Download the engine files of repo_id at exactly `sha` and return the local folder."""
@@ -194,7 +206,10 @@ class HubClient:
         except NotASafetensorsRepoError:
             return {}
         return {
-            filename: {name: {"dtype": info.dtype, "shape": list(info.shape)} for name, info in meta.tensors.items()}
+            filename: {
+                name: {"dtype": info.dtype, "shape": list(info.shape), "data_offsets": list(info.data_offsets)}
+                for name, info in meta.tensors.items()
+            }
             for filename, meta in found.files_metadata.items()
         }
 

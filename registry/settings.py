@@ -12,7 +12,7 @@ from pathlib import Path
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from registry.envconf import env_bool, env_broker, env_database, env_int, env_list, env_str
+from registry.envconf import env_bool, env_broker, env_database, env_int, env_list, env_str, env_url
 
 # Lets admin and other generic classes be subscripted at run time, as mypy sees them.
 django_stubs_ext.monkeypatch()
@@ -122,6 +122,12 @@ SPECHUB_RETRY_BACKOFF_SECONDS = env_int("SPECHUB_RETRY_BACKOFF_SECONDS", 60, min
 # Dotted path to a callable returning the director's stages (see workers/director.py).
 SPECHUB_DIRECTOR_STAGES = env_str("SPECHUB_DIRECTOR_STAGES", "workers.stages.default_stages")
 SPECHUB_DEFAULT_ENGINE = env_str("SPECHUB_DEFAULT_ENGINE", "vllm")
+
+# --- The Hub -----------------------------------------------------------------
+# HF_ENDPOINT is huggingface_hub's own variable; `make hub` serves the toy zoo there.
+SPECHUB_HUB_ENDPOINT = env_url("HF_ENDPOINT", schemes={"http", "https"}) or "https://huggingface.co"
+SPECHUB_HUB_TIMEOUT = env_int("SPECHUB_HUB_TIMEOUT", 30, minimum=1)
+SPECHUB_HUB_CACHE = Path(env_str("SPECHUB_HUB_CACHE", str(VAR_DIR / "hub-cache")))
 
 LOGGING = {
     "version": 1,

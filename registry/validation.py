@@ -6,17 +6,15 @@ import re
 
 from django.core.exceptions import ValidationError
 
-# The Hub's own rules: an optional namespace, then a name; no '..', '--',
-# leading or trailing '.'/'-', at most 96 characters per part.
-_REPO_PART = re.compile(r"^(?![.-])(?!.*(?:\.\.|--))[A-Za-z0-9_.-]{1,96}(?<![.-])$")
+from registry.formats.inputs import is_repo_id
+
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _REVISION = re.compile(r"^(?![./-])(?!.*\.\.)(?!.*//)[A-Za-z0-9_./-]{1,200}(?<![./])$")
 
 
 def validate_repo_id(value: str) -> None:
     """Raise ValidationError unless value is a Hub repo id such as 'org/name'."""
-    parts = value.split("/")
-    if len(parts) > 2 or not all(_REPO_PART.match(part) for part in parts):
+    if not is_repo_id(value):
         raise ValidationError(
             f"{value!r} is not a Hub repo id; use 'org/name' with letters, digits, '-', '_' or '.'.",
             code="invalid-repo-id",

@@ -98,6 +98,17 @@ ERRORS: dict[str, ErrorText] = {
         "The Hub answered with a server error or asked SpecHub to slow down.",
         "Nothing to do on your side: SpecHub retries with backoff.",
     ),
+    "repo:unreadable": ErrorText(
+        Fault.INFRA,
+        "A local model folder could not be read.",
+        "Check that the folder exists and that SpecHub's user may read every file in it.",
+        retryable=False,
+    ),
+    "gate:incompatible": ErrorText(
+        Fault.USER,
+        "The compatibility gate refused the pair.",
+        "Fix what each finding names (its hint says how), push a new revision, and submit again.",
+    ),
     "run:invalid-spec": ErrorText(
         Fault.USER,
         "The run's specification is invalid.",

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from registry.hub import tokenizer_hash
+from registry.formats import tokenizer_hash
 from registry.models import HubModel, Pair, Role
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from zoo import ORG

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from registry.hub import HubClient, check_filename, tokenizer_hash
+from registry.formats import tokenizer_hash
+from registry.hub import HubClient, check_filename
 from tests.services import free_port
 from workers.errors import InfraError, UserError
 from zoo.localhub import LocalHub, commit_all, git_sha

@@ -1,0 +1,26 @@
+"""Speculator and draft formats, the serving recipe, and the compatibility gate; no I/O."""
+
+from __future__ import annotations
+
+from registry.formats.findings import Finding, Severity
+from registry.formats.gate import Report, judge
+from registry.formats.inputs import GateInput, RepoMetadata, TensorData, tokenizer_hash
+from registry.formats.parse import DraftFormat, describe_draft, describe_verifier
+from registry.formats.recipe import Recipe, serving_recipe, speculative_config
+
+__all__ = [
+    "DraftFormat",
+    "Finding",
+    "GateInput",
+    "Recipe",
+    "RepoMetadata",
+    "Report",
+    "Severity",
+    "TensorData",
+    "describe_draft",
+    "describe_verifier",
+    "judge",
+    "serving_recipe",
+    "speculative_config",
+    "tokenizer_hash",
+]

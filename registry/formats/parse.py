@@ -1,0 +1,318 @@
+"""A draft's or verifier's config.json parsed into a typed description.
+
+Pure functions, no I/O. Configs are hostile input: every field is read with a
+type check, and a missing or ill-typed field becomes a finding instead of an
+exception. Fields the parser does not understand are kept in `extra`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from registry.formats.findings import Finding, error
+from registry.formats.vllm_support import SPECULATORS_METHOD
+
+SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+
+class Fields:
+    """Reads typed fields from one JSON object and records why a read failed."""
+
+    def __init__(self, document: Mapping[str, Any], path: str, problems: list[Finding], code: str) -> None:
+        self.document, self.path, self.problems, self.code = document, path, problems, code
+        self.read: set[str] = set()
+
+    def _get(self, key: str, required: bool) -> Any:
+        self.read.add(key)
+        value = self.document.get(key)
+        if value is None and required:
+            missing = "gate:format-missing-key" if self.code == "gate:format-bad-value" else self.code
+            self.problems.append(error(missing, f"{self.path}{key} is missing."))
+        return value
+
+    def _bad(self, key: str, expected: str, value: Any) -> None:
+        shown = repr(value)[:60]
+        self.problems.append(error(self.code, f"{self.path}{key} must be {expected}, not {shown}."))
+
+    def integer(self, key: str, *, required: bool = False, minimum: int = 1) -> int | None:
+        value = self._get(key, required)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 2**31:
+            self._bad(key, f"an integer ≥ {minimum}", value)
+            return None
+        return value
+
+    def text(self, key: str, *, required: bool = False) -> str | None:
+        value = self._get(key, required)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value or len(value) > 300:
+            self._bad(key, "a non-empty string", value)
+            return None
+        return value
+
+    def flag(self, key: str) -> bool | None:
+        value = self._get(key, False)
+        if value is not None and not isinstance(value, bool):
+            self._bad(key, "true or false", value)
+            return None
+        return value
+
+    def texts(self, key: str, *, required: bool = False) -> tuple[str, ...] | None:
+        value = self._get(key, required)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self._bad(key, "a list of strings", value)
+            return None
+        return tuple(value)
+
+    def integers(self, key: str, *, required: bool = False) -> tuple[int, ...] | None:
+        value = self._get(key, required)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            self._bad(key, "a list of integers", value)
+            return None
+        return tuple(value)
+
+    def mapping(self, key: str, *, required: bool = False) -> Fields | None:
+        value = self._get(key, required)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self._bad(key, "a JSON object", value)
+            return None
+        return Fields(value, f"{self.path}{key}.", self.problems, self.code)
+
+    def token_ids(self) -> dict[str, tuple[int, ...] | None]:
+        """Return bos/eos/pad ids as tuples (eos may be a list in real configs)."""
+        found: dict[str, tuple[int, ...] | None] = {}
+        for key in SPECIAL_IDS:
+            value = self.document.get(key)
+            found[key] = self.integers(key) if isinstance(value, list) else _one(self.integer(key, minimum=0))
+        return found
+
+    def unread(self) -> dict[str, Any]:
+        return {key: value for key, value in self.document.items() if key not in self.read}
+
+
+def _one(value: int | None) -> tuple[int, ...] | None:
+    return None if value is None else (value,)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The transformer shape a config declares."""
+
+    model_type: str | None = None
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    vocab_size: int | None = None
+    max_positions: int | None = None
+    special_ids: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
+
+
+def read_geometry(fields: Fields) -> Geometry:
+    return Geometry(
+        model_type=fields.text("model_type"),
+        hidden_size=fields.integer("hidden_size"),
+        num_layers=fields.integer("num_hidden_layers"),
+        vocab_size=fields.integer("vocab_size"),
+        max_positions=fields.integer("max_position_embeddings"),
+        special_ids=fields.token_ids(),
+    )
+
+
+@dataclass(frozen=True)
+class DraftFormat:
+    """A draft described: which format, how vLLM serves it, and what it was built for.
+
+    kind is one of speculators, causal_lm, medusa, mlp_speculator, none (no draft
+    repo: ngram/suffix) or unreadable. `method` is None when the format names
+    no method the pinned vLLM knows.
+    """
+
+    kind: str
+    method: str | None = None
+    algorithm: str | None = None
+    variant: str | None = None
+    architectures: tuple[str, ...] | None = None
+    geometry: Geometry = field(default_factory=Geometry)
+    speculative_tokens: int | None = None
+    n_predict: int | None = None
+    proposal_types: tuple[str, ...] = ()
+    default_proposal: str | None = None
+    verifier_name: str | None = None
+    verifier_architectures: tuple[str, ...] | None = None
+    draft_vocab_size: int | None = None
+    target_hidden_size: int | None = None
+    aux_layer_ids: tuple[int, ...] | None = None
+    auto_map: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    problems: tuple[Finding, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "method": self.method,
+            "algorithm": self.algorithm,
+            "variant": self.variant,
+            "architectures": list(self.architectures) if self.architectures is not None else None,
+            "geometry": {k: v for k, v in vars(self.geometry).items() if k != "special_ids"},
+            "speculative_tokens": self.speculative_tokens,
+            "n_predict": self.n_predict,
+            "proposal_types": list(self.proposal_types),
+            "default_proposal": self.default_proposal,
+            "verifier": {"name_or_path": self.verifier_name, "architectures": self.verifier_architectures},
+            "draft_vocab_size": self.draft_vocab_size,
+            "target_hidden_size": self.target_hidden_size,
+            "aux_layer_ids": list(self.aux_layer_ids) if self.aux_layer_ids is not None else None,
+            "auto_map": self.auto_map,
+            "extra": self.extra,
+        }
+
+
+NO_DRAFT = DraftFormat(kind="none")
+
+
+def describe_draft(config: object, *, method_hint: str | None = None, unreadable: str | None = None) -> DraftFormat:
+    """Return the typed description of a draft's config.json; `unreadable` says why it could not be read."""
+    if not isinstance(config, dict):
+        return DraftFormat(kind="unreadable", problems=(_unreadable("draft", config, unreadable),))
+    problems: list[Finding] = []
+    fields = Fields(config, "", problems, "gate:format-bad-value")
+    if "speculators_model_type" in config:
+        described = _speculators(fields)
+    elif config.get("model_type") in ("mlp_speculator", "medusa"):
+        described = _head(fields)
+    else:
+        described = _causal_lm(fields, method_hint)
+    auto_map = fields.mapping("auto_map") is not None
+    return DraftFormat(**described, auto_map=auto_map, extra=fields.unread(), problems=tuple(problems))
+
+
+def _unreadable(role: str, config: object, why: str | None) -> Finding:
+    if role == "verifier":
+        why = why or "missing or not a JSON object"
+        return error("gate:format-verifier-config", f"The verifier's config.json is unusable: {why}.")
+    if config is None and why is None:
+        return error("gate:format-config-missing", "The draft has no config.json.")
+    return error("gate:format-config-invalid", f"The draft's {why or 'config.json is not a JSON object'}.")
+
+
+def _speculators(fields: Fields) -> dict[str, Any]:
+    algorithm = fields.text("speculators_model_type", required=True)
+    speculators = fields.mapping("speculators_config", required=True)
+    layer = fields.mapping("transformer_layer_config", required=True)
+    described: dict[str, Any] = {
+        "kind": "speculators",
+        "algorithm": algorithm,
+        "method": SPECULATORS_METHOD[algorithm][0] if algorithm in SPECULATORS_METHOD else None,
+        "variant": "hass" if algorithm == "eagle" and fields.flag("layernorms") else None,
+        "architectures": fields.texts("architectures"),
+        "geometry": read_geometry(layer) if layer else Geometry(),
+        "draft_vocab_size": fields.integer("draft_vocab_size"),
+        "target_hidden_size": fields.integer("target_hidden_size"),
+        "aux_layer_ids": _aux_layer_ids(fields, algorithm),
+    }
+    fields.flag("norm_before_residual")
+    for key in ("speculators_version", "dtype", "torch_dtype"):
+        fields.read.add(key)
+    if algorithm in ("peagle", "dflash", "dflash2", "dspark"):
+        fields.integer("mask_token_id", required=True, minimum=0)
+    if speculators:
+        described.update(_proposals(speculators))
+    return described
+
+
+def _aux_layer_ids(fields: Fields, algorithm: str | None) -> tuple[int, ...] | None:
+    if algorithm in ("dflash", "dflash2", "dspark"):
+        return fields.integers("aux_hidden_state_layer_ids", required=True)
+    return fields.integers("eagle_aux_hidden_state_layer_ids")
+
+
+def _proposals(speculators: Fields) -> dict[str, Any]:
+    described: dict[str, Any] = {}
+    speculators.text("algorithm")
+    methods = speculators.document.get("proposal_methods")
+    speculators.read.add("proposal_methods")
+    if not isinstance(methods, list) or not methods or not all(isinstance(m, dict) for m in methods):
+        speculators.problems.append(
+            error("gate:format-missing-key", "speculators_config.proposal_methods must be a non-empty list of objects.")
+        )
+    else:
+        first = Fields(methods[0], "speculators_config.proposal_methods[0].", speculators.problems, speculators.code)
+        described["speculative_tokens"] = first.integer("speculative_tokens", required=True)
+        types = [Fields(m, "", [], speculators.code).text("proposal_type") for m in methods]
+        described["proposal_types"] = tuple(t for t in types if t)
+    described["default_proposal"] = speculators.text("default_proposal_method")
+    verifier = speculators.mapping("verifier", required=True)
+    if verifier:
+        described["verifier_name"] = verifier.text("name_or_path", required=True)
+        described["verifier_architectures"] = verifier.texts("architectures")
+    return described
+
+
+def _head(fields: Fields) -> dict[str, Any]:
+    model_type = fields.text("model_type")
+    n_predict = fields.integer("n_predict") if model_type == "mlp_speculator" else _medusa_heads(fields)
+    geometry = Geometry(
+        model_type=model_type,
+        hidden_size=fields.integer("hidden_size") or fields.integer("emb_dim"),
+        vocab_size=fields.integer("vocab_size", required=True),
+    )
+    return {
+        "kind": model_type,
+        "method": model_type,
+        "algorithm": model_type,
+        "architectures": fields.texts("architectures"),
+        "geometry": geometry,
+        "n_predict": n_predict,
+        "speculative_tokens": n_predict,
+    }
+
+
+def _medusa_heads(fields: Fields) -> int | None:
+    for key in ("num_heads", "medusa_num_heads"):
+        if key in fields.document:
+            return fields.integer(key)
+    return fields.integer("num_heads", required=True)
+
+
+def _causal_lm(fields: Fields, method_hint: str | None) -> dict[str, Any]:
+    geometry = read_geometry(fields)
+    if geometry.vocab_size is None and "vocab_size" not in fields.document:
+        fields.problems.append(error("gate:format-missing-key", "vocab_size is missing."))
+    architectures = fields.texts("architectures", required=True)
+    method = method_hint if method_hint in ("eagle", "draft_model") else "draft_model"
+    return {"kind": "causal_lm", "method": method, "algorithm": method, "architectures": architectures, "geometry": geometry}
+
+
+@dataclass(frozen=True)
+class VerifierFacts:
+    """What the gate needs from the verifier's config.json."""
+
+    architectures: tuple[str, ...] | None
+    geometry: Geometry
+    problems: tuple[Finding, ...] = ()
+
+
+def describe_verifier(config: object, *, unreadable: str | None = None) -> VerifierFacts:
+    """Return the verifier's architecture and shape; nested text_config is read for multimodal models."""
+    problems: list[Finding] = []
+    if not isinstance(config, dict):
+        problem = _unreadable("verifier", config, unreadable)
+        return VerifierFacts(architectures=None, geometry=Geometry(), problems=(problem,))
+    fields = Fields(config, "verifier ", problems, "gate:format-verifier-config")
+    architectures = fields.texts("architectures", required=True)
+    text = config.get("text_config")
+    shape = Fields(text, "verifier text_config.", problems, fields.code) if isinstance(text, dict) else fields
+    geometry = read_geometry(shape)
+    for key in ("hidden_size", "num_hidden_layers", "vocab_size"):
+        if key not in shape.document:  # an ill-typed value was reported by read_geometry
+            problems.append(error("gate:format-verifier-config", f"The verifier's config.json has no {key}."))
+    return VerifierFacts(architectures=architectures, geometry=geometry, problems=tuple(problems))

@@ -1,0 +1,57 @@
+"""What the pinned vLLM build serves, written down so the web tier needs no vLLM.
+
+tests/registry/formats/test_vllm_support.py checks every entry against the
+installed vLLM, so this table cannot drift from the engine silently.
+"""
+
+from __future__ import annotations
+
+VLLM_VERSION = "0.32.0"
+
+# vllm.transformers_utils.configs.speculators.algos.SUPPORTED_SPECULATORS_TYPES
+SPECULATORS_TYPES = frozenset({"eagle3", "peagle", "dflash", "dflash2", "dspark"})
+# Types the speculators library writes that this vLLM cannot load from a speculators config.
+SPECULATORS_LEGACY_TYPES = frozenset({"eagle", "mlp", "independent", "mtp"})
+# The method vLLM's build_vllm_speculative_config gives each speculators type, plus extra keys.
+SPECULATORS_METHOD = {
+    "eagle3": ("eagle3", {}),
+    "peagle": ("eagle3", {"parallel_drafting": True}),
+    "dflash": ("dflash", {}),
+    "dflash2": ("dflash", {}),
+    "dspark": ("dspark", {}),
+}
+# transformer_layer_config.model_type values vLLM maps to an EAGLE-3/PEAGLE architecture.
+EAGLE3_LAYER_MODEL_TYPES = frozenset({"llama", "qwen3"})
+
+# vllm.config.speculative.SpeculativeMethod, less the internal ones.
+METHODS = frozenset({"ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "eagle", "eagle3", "mtp", "dflash", "dspark"})
+DRAFTLESS_METHODS = frozenset({"ngram", "suffix"})
+# Methods the config accepts but whose model this build does not register
+# (vllm/model_executor/models/registry.py has MLPSpeculator commented out).
+UNSERVED_METHODS = frozenset({"mlp_speculator"})
+
+# Decoder architectures a plain draft_model (or a legacy EAGLE head) may declare.
+# All of them are in vLLM's ModelRegistry, so none needs code from the repo.
+CAUSAL_LM_ARCHITECTURES = frozenset(
+    {
+        "LlamaForCausalLM",
+        "MistralForCausalLM",
+        "Qwen2ForCausalLM",
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "Gemma2ForCausalLM",
+        "Gemma3ForCausalLM",
+        "GptOssForCausalLM",
+        "Phi3ForCausalLM",
+        "GraniteForCausalLM",
+        "OlmoForCausalLM",
+        "GPT2LMHeadModel",
+        "OPTForCausalLM",
+        "EagleLlamaForCausalLM",
+        "Eagle3LlamaForCausalLM",
+        "MedusaModel",
+    }
+)
+
+# vLLM has no upper bound; beyond this acceptance at the tail is ~0 and the cost only grows.
+MAX_SPECULATIVE_TOKENS = 16

@@ -1,0 +1,190 @@
+"""The gate's I/O half: repo metadata and mapping tensors, read from the Hub or a local folder.
+
+The rules in registry.formats judge; this module only reads. A folder or Hub
+repo that cannot be read raises InfraError/UserError; anything readable but
+wrong is handed to the rules, which turn it into findings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+from registry.formats import GateInput, Report, judge
+from registry.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, tensor_span
+from registry.hub import METADATA_FILES, HubClient, is_safe_filename
+from workers.errors import InfraError
+
+# The safetensors format caps its JSON header at 100 MB.
+MAX_HEADER_BYTES = 100_000_000
+MAX_JSON_BYTES = 50 * 2**20
+
+
+class RepoSource(Protocol):
+    repo_id: str
+
+    def metadata(self) -> RepoMetadata: ...
+
+    def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]: ...
+
+
+class HubRepo:
+    """A repo on the Hub at a revision (branch, tag or sha)."""
+
+    def __init__(self, client: HubClient, repo_id: str, revision: str = "main") -> None:
+        self.client, self.repo_id, self.revision = client, repo_id, revision
+
+    def metadata(self) -> RepoMetadata:
+        return self.client.metadata(self.repo_id, self.revision)
+
+    def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]:
+        return self.client.tensors(meta, names)
+
+
+class LocalRepo:
+    """A model folder on disk, read with no network; repo_id names it for the gate's checks."""
+
+    def __init__(self, path: Path, repo_id: str, sha: str | None = None) -> None:
+        self.path, self.repo_id, self.sha = path, repo_id, sha
+
+    def metadata(self) -> RepoMetadata:
+        try:
+            return self._metadata()
+        except OSError as exc:
+            raise InfraError("repo:unreadable", f"{self.path}: {exc}.") from exc
+
+    def _metadata(self) -> RepoMetadata:
+        files, unsafe = self._listing()
+        problems: dict[str, str] = {}
+        documents = {name: _read_json(self.path / name, name, problems) for name in METADATA_FILES if name in files}
+        headers = {}
+        for name in (n for n in files if n.endswith(".safetensors")):
+            header = _read_header(self.path / name, name, problems)
+            if header is not None:
+                headers[name] = header
+        return RepoMetadata(
+            repo_id=self.repo_id,
+            sha=self.sha if self.sha is not None else _git_head(self.path),
+            files=files,
+            config=documents.get("config.json"),
+            tokenizer=_object(documents.get("tokenizer.json")),
+            tokenizer_config=_object(documents.get("tokenizer_config.json")),
+            safetensors=headers,
+            problems=problems,
+            unsafe_files=unsafe,
+        )
+
+    def _listing(self) -> tuple[list[str], list[str]]:
+        """Return (files, unsafe names); a symlink leading out of the folder is unsafe."""
+        root = self.path.resolve()
+        files: list[str] = []
+        unsafe: list[str] = []
+        for directory, subdirs, names in os.walk(root, onerror=_raise):
+            subdirs[:] = [d for d in subdirs if d != ".git"]
+            for name in names:
+                path = Path(directory) / name
+                relative = path.relative_to(root).as_posix()
+                escapes = path.is_symlink() and not path.resolve().is_relative_to(root)
+                (unsafe if escapes or not is_safe_filename(relative) else files).append(relative)
+        return sorted(files), sorted(unsafe)
+
+    def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]:
+        found: dict[str, TensorData] = {}
+        for name in names:
+            filename = meta.tensor_file(name)
+            if filename is None:
+                continue
+            info = meta.safetensors[filename][name]
+            span = tensor_span(info)
+            found[name] = span if isinstance(span, TensorData) else self._read(filename, span, info)
+        return found
+
+    def _read(self, filename: str, span: tuple[int, int], info: dict[str, Any]) -> TensorData:
+        with (self.path / filename).open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            handle.seek(8 + length + span[0])
+            return decode_tensor(info, handle.read(span[1] - span[0]))
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def _object(document: Any) -> dict[str, Any] | None:
+    return document if isinstance(document, dict) else None
+
+
+def _read_json(path: Path, name: str, problems: dict[str, str]) -> Any:
+    if path.stat().st_size > MAX_JSON_BYTES:
+        problems[name] = f"{name} is larger than {MAX_JSON_BYTES} bytes"
+        return None
+    try:
+        document = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        problems[name] = f"{name} is not valid JSON: {exc}"
+        return None
+    if not isinstance(document, dict):
+        problems[name] = f"{name} is not a JSON object"
+        return None
+    return document
+
+
+def _read_header(path: Path, name: str, problems: dict[str, str]) -> dict[str, dict[str, Any]] | None:
+    """Return {tensor: {dtype, shape, data_offsets}} from a safetensors header, reading nothing else."""
+    with path.open("rb") as handle:
+        prefix = handle.read(8)
+        length = struct.unpack("<Q", prefix)[0] if len(prefix) == 8 else -1
+        if not 0 < length <= MAX_HEADER_BYTES:
+            problems[name] = f"{name} has no valid safetensors header"
+            return None
+        try:
+            header = json.loads(handle.read(length))
+        except (ValueError, UnicodeDecodeError) as exc:
+            problems[name] = f"{name}'s safetensors header is not JSON: {exc}"
+            return None
+    if not isinstance(header, dict):
+        problems[name] = f"{name}'s safetensors header is not a JSON object"
+        return None
+    return {key: value for key, value in header.items() if key != "__metadata__" and isinstance(value, dict)}
+
+
+def _git_head(path: Path) -> str:
+    """Return the folder's git HEAD commit when it is a checkout, else ''."""
+    if not (path / ".git").exists():
+        return ""
+    found = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+
+def gate_inputs(
+    *,
+    verifier: RepoSource,
+    verifier_id: str,
+    draft: RepoSource | None,
+    method: str | None = None,
+    k: int | None = None,
+    options: dict[str, Any] | None = None,
+) -> GateInput:
+    """Read both repos' metadata, and the draft's mapping tensors when its headers list them."""
+    verifier_meta = verifier.metadata()
+    draft_meta = draft.metadata() if draft else None
+    tensors = draft.tensors(draft_meta) if draft and draft_meta else {}
+    return GateInput(
+        verifier=verifier_meta,
+        verifier_id=verifier_id,
+        draft=draft_meta,
+        method=method,
+        k=k,
+        options=options or {},
+        tensors=tensors,
+    )
+
+
+def gate_check(**kwargs: Any) -> Report:
+    """Return the gate's report for a pair; raises only when the inputs cannot be read."""
+    return judge(gate_inputs(**kwargs))
