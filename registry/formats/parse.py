@@ -65,8 +65,8 @@ class Fields:
         value = self._get(key, required)
         if value is None:
             return None
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self._bad(key, "a list of strings", value)
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value) or (required and not value):
+            self._bad(key, "a non-empty list of strings" if required else "a list of strings", value)
             return None
         return tuple(value)
 
@@ -116,12 +116,12 @@ class Geometry:
     special_ids: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
 
 
-def read_geometry(fields: Fields) -> Geometry:
+def read_geometry(fields: Fields, required: frozenset[str] = frozenset()) -> Geometry:
     return Geometry(
         model_type=fields.text("model_type"),
-        hidden_size=fields.integer("hidden_size"),
-        num_layers=fields.integer("num_hidden_layers"),
-        vocab_size=fields.integer("vocab_size"),
+        hidden_size=fields.integer("hidden_size", required="hidden_size" in required),
+        num_layers=fields.integer("num_hidden_layers", required="num_hidden_layers" in required),
+        vocab_size=fields.integer("vocab_size", required="vocab_size" in required),
         max_positions=fields.integer("max_position_embeddings"),
         special_ids=fields.token_ids(),
     )
@@ -214,7 +214,8 @@ def _speculators(fields: Fields) -> dict[str, Any]:
         "method": SPECULATORS_METHOD[algorithm][0] if algorithm in SPECULATORS_METHOD else None,
         "variant": "hass" if algorithm == "eagle" and fields.flag("layernorms") else None,
         "architectures": fields.texts("architectures"),
-        "geometry": read_geometry(layer) if layer else Geometry(),
+        # vLLM falls back to Llama defaults (vocab 32000, hidden 4096) for absent sizes: require them.
+        "geometry": read_geometry(layer, frozenset({"hidden_size", "vocab_size"})) if layer else Geometry(),
         "draft_vocab_size": fields.integer("draft_vocab_size"),
         "target_hidden_size": fields.integer("target_hidden_size"),
         "aux_layer_ids": _aux_layer_ids(fields, algorithm),
@@ -284,9 +285,7 @@ def _medusa_heads(fields: Fields) -> int | None:
 
 
 def _causal_lm(fields: Fields, method_hint: str | None) -> dict[str, Any]:
-    geometry = read_geometry(fields)
-    if geometry.vocab_size is None and "vocab_size" not in fields.document:
-        fields.problems.append(error("gate:format-missing-key", "vocab_size is missing."))
+    geometry = read_geometry(fields, frozenset({"vocab_size"}))
     architectures = fields.texts("architectures", required=True)
     method = method_hint if method_hint in ("eagle", "draft_model") else "draft_model"
     return {"kind": "causal_lm", "method": method, "algorithm": method, "architectures": architectures, "geometry": geometry}
@@ -311,8 +310,5 @@ def describe_verifier(config: object, *, unreadable: str | None = None) -> Verif
     architectures = fields.texts("architectures", required=True)
     text = config.get("text_config")
     shape = Fields(text, "verifier text_config.", problems, fields.code) if isinstance(text, dict) else fields
-    geometry = read_geometry(shape)
-    for key in ("hidden_size", "num_hidden_layers", "vocab_size"):
-        if key not in shape.document:  # an ill-typed value was reported by read_geometry
-            problems.append(error("gate:format-verifier-config", f"The verifier's config.json has no {key}."))
+    geometry = read_geometry(shape, frozenset({"hidden_size", "num_hidden_layers", "vocab_size"}))
     return VerifierFacts(architectures=architectures, geometry=geometry, problems=tuple(problems))

@@ -90,7 +90,7 @@ def _speculators_support(fmt: DraftFormat) -> Iterator[Finding]:
             "gate:format-unsupported",
             f"vLLM {VLLM_VERSION} cannot load speculators_model_type {fmt.algorithm!r} (it loads {supported}).",
         )
-    layer_type = fmt.geometry.model_type
+    layer_type = fmt.geometry.model_type or "llama"  # vLLM's own default
     if fmt.algorithm in ("eagle3", "peagle") and layer_type not in EAGLE3_LAYER_MODEL_TYPES:
         yield error(
             "gate:format-unsupported",
@@ -114,7 +114,7 @@ def verifier_rule(ctx: Context) -> Iterator[Finding]:
         return
     name = fmt.verifier_name
     if _LOCAL_PATH.match(name) or not is_repo_id(name):
-        yield error("gate:verifier-local-path", f"verifier.name_or_path is {name!r}, a local path, not a Hub repo id.")
+        yield error("gate:verifier-local-path", f"verifier.name_or_path {name!r} is a local path, not a Hub repo id.")
     elif name.casefold() != ctx.input.verifier_id.casefold():
         pair_verifier = ctx.input.verifier_id
         yield error("gate:verifier-name-mismatch", f"The draft names verifier {name!r}; this pair's is {pair_verifier!r}.")
@@ -238,18 +238,22 @@ def _hidden_size(ctx: Context) -> Iterator[Finding]:
 def _aux_layers(fmt: DraftFormat, layers: int | None) -> Iterator[Finding]:
     if layers is None:
         return
-    ids = fmt.aux_layer_ids
-    if ids is None:
-        if fmt.algorithm in ("eagle3", "peagle"):
-            default = [2, layers // 2, layers - 3]
-            yield info("gate:geometry-aux-default", f"No aux layer ids; vLLM uses its default {default} for {layers} layers.")
-        return
-    low = 1 if fmt.algorithm in ONE_BASED_AUX else 0
-    if len(set(ids)) != len(ids) or list(ids) != sorted(ids) or not all(low <= i < layers + low for i in ids):
+    ids, low = fmt.aux_layer_ids, 1 if fmt.algorithm in ONE_BASED_AUX else 0
+    if ids is None and fmt.algorithm in ("eagle3", "peagle"):
+        ids = (2, layers // 2, layers - 3)
+        if _aux_layers_fit(ids, low, layers):
+            yield info("gate:geometry-aux-default", f"No aux layer ids; vLLM uses its default {list(ids)} for {layers} layers.")
+            return
+    if ids is not None and not _aux_layers_fit(ids, low, layers):
         yield error(
             "gate:geometry-aux-layers",
-            f"Aux layer ids {list(ids)} must be unique, increasing and within [{low}, {layers + low}).",
+            f"Aux layer ids {list(ids)} must be unique, increasing and within [{low}, {layers + low}) "
+            f"(the verifier has {layers} layers).",
         )
+
+
+def _aux_layers_fit(ids: tuple[int, ...], low: int, layers: int) -> bool:
+    return len(set(ids)) == len(ids) and list(ids) == sorted(ids) and all(low <= i < layers + low for i in ids)
 
 
 def safety_rule(ctx: Context) -> Iterator[Finding]:
