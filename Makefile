@@ -18,7 +18,7 @@ test:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy registry workers zoo tests
+	$(VENV)/bin/mypy registry workers zoo tests bench
 
 check-migrations:
 	$(PY) manage.py makemigrations --check --dry-run
@@ -26,8 +26,11 @@ check-migrations:
 pytest:
 	$(PY) -m pytest
 
+## bench: every speed target an issue names, each printing its figure
 bench:
-	@echo "No benchmark targets yet: issues that name a speed or memory target add scripts under bench/."
+	scripts/bootstrap.sh dev,cpu
+	scripts/bootstrap_hub.sh
+	HF_HUB_DISABLE_PROGRESS_BARS=1 $(PY) -m bench.gate
 
 ## hub: serve the toy zoo through olah on http://127.0.0.1:8090 (HF_ENDPOINT for huggingface_hub)
 hub:

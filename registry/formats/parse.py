@@ -161,19 +161,23 @@ class DraftFormat:
             "method": self.method,
             "algorithm": self.algorithm,
             "variant": self.variant,
-            "architectures": list(self.architectures) if self.architectures is not None else None,
+            "architectures": _listed(self.architectures),
             "geometry": {k: v for k, v in vars(self.geometry).items() if k != "special_ids"},
             "speculative_tokens": self.speculative_tokens,
             "n_predict": self.n_predict,
             "proposal_types": list(self.proposal_types),
             "default_proposal": self.default_proposal,
-            "verifier": {"name_or_path": self.verifier_name, "architectures": self.verifier_architectures},
+            "verifier": {"name_or_path": self.verifier_name, "architectures": _listed(self.verifier_architectures)},
             "draft_vocab_size": self.draft_vocab_size,
             "target_hidden_size": self.target_hidden_size,
-            "aux_layer_ids": list(self.aux_layer_ids) if self.aux_layer_ids is not None else None,
+            "aux_layer_ids": _listed(self.aux_layer_ids),
             "auto_map": self.auto_map,
             "extra": self.extra,
         }
+
+
+def _listed(values: tuple[Any, ...] | None) -> list[Any] | None:
+    return None if values is None else list(values)
 
 
 NO_DRAFT = DraftFormat(kind="none")

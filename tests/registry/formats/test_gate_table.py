@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -310,3 +311,9 @@ def test_medusa_and_ngram_describe_their_heads():
     assert ngram.recipe is not None
     assert ngram.recipe.speculative_config == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2}
     assert "model" not in ngram.recipe.speculative_config
+
+
+@pytest.mark.parametrize(("kwargs", "errors", "others"), [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
+def test_the_stored_report_is_plain_json(kwargs, errors, others):
+    document = judge(gate_input(**kwargs)).as_dict()
+    assert json.loads(json.dumps(document)) == document

@@ -32,3 +32,17 @@ def test_zoo_models_carry_their_metadata():
     assert (verifier.architecture, verifier.license, verifier.dtype) == ("LlamaForCausalLM", "apache-2.0", "bfloat16")
     assert 3_000_000 < (verifier.parameter_count or 0) < 6_000_000
     assert head.role == "speculator" and head.tokenizer_hash == verifier.tokenizer_hash
+
+
+def test_the_demo_stores_the_gates_passing_judgement_and_recipe_on_every_zoo_pair():
+    for pair in demo_catalog_load(zoo_dir=ZOO):
+        pair.refresh_from_db()
+        assert pair.compatibility["compatible"] is True, pair.compatibility["findings"]
+        assert pair.compatibility["method"] == pair.method
+        recipe = pair.compatibility["recipe"]
+        assert recipe["speculative_config"]["num_speculative_tokens"] == 4
+        assert f"--revision {pair.verifier.sha}" in recipe["serve"]
+        if pair.draft:
+            assert recipe["speculative_config"]["revision"] == pair.draft.sha
+        expected_kind = {"draft_model": "causal_lm", "eagle3": "speculators", "ngram": "none"}[pair.method]
+        assert pair.format_metadata["kind"] == expected_kind

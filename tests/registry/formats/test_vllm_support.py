@@ -1,0 +1,103 @@
+"""The gate's table of what vLLM serves, and its config parsing, checked against the installed vLLM."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, get_args
+
+import pytest
+
+from registry.formats import describe_draft, judge, speculative_config
+from registry.formats.vllm_support import (
+    CAUSAL_LM_ARCHITECTURES,
+    METHODS,
+    SPECULATORS_METHOD,
+    SPECULATORS_TYPES,
+    UNSERVED_METHODS,
+    VLLM_VERSION,
+)
+from tests.registry.formats.configs import EAGLE3_LLAMA, edited, gate_input, mapping
+from tests.support.processes import ROOT
+
+ZOO = ROOT / "zoo" / "models" / "spechub-toy"
+
+
+def flattened(literal: Any) -> set[str]:
+    found: set[str] = set()
+    for arg in get_args(literal):
+        found |= flattened(arg) if get_args(arg) else {arg}
+    return found
+
+
+def test_the_pinned_version_is_the_installed_one():
+    import vllm
+
+    assert vllm.__version__.startswith(VLLM_VERSION)
+
+
+def test_the_speculators_types_are_exactly_vllms():
+    from vllm.transformers_utils.configs.speculators.algos import SUPPORTED_SPECULATORS_TYPES
+
+    assert set(SUPPORTED_SPECULATORS_TYPES) == SPECULATORS_TYPES == set(SPECULATORS_METHOD)
+
+
+def test_every_method_and_architecture_the_gate_accepts_exists_in_vllm():
+    from vllm.config.speculative import SpeculativeMethod
+    from vllm.model_executor.models import ModelRegistry
+
+    assert flattened(SpeculativeMethod) >= METHODS
+    registered = set(ModelRegistry.get_supported_archs())
+    assert registered >= CAUSAL_LM_ARCHITECTURES
+    assert "MLPSpeculatorPreTrainedModel" not in registered  # why mlp_speculator is in UNSERVED_METHODS
+    assert {"mlp_speculator"} == UNSERVED_METHODS
+
+
+@pytest.mark.parametrize("algorithm", sorted(SPECULATORS_TYPES))
+def test_the_recipe_matches_the_config_vllm_derives_from_a_speculators_repo(algorithm):
+    from vllm.transformers_utils.configs.speculators.base import SpeculatorsConfig
+
+    config = edited(EAGLE3_LLAMA, speculators_model_type=algorithm)
+    derived = SpeculatorsConfig.extract_vllm_speculative_config(config)
+    fmt = describe_draft(config)
+    ours = speculative_config(method=fmt.method or "", k=5, fmt=fmt, draft_model=None)
+    ours.pop("model")
+    assert ours == derived
+
+
+@pytest.mark.parametrize("name", ["eagle3-head", "eagle3-head-reduced"])
+def test_vllm_reads_the_zoo_heads_as_the_gate_does(name):
+    from vllm.transformers_utils.configs.speculators.base import SpeculatorsConfig
+
+    config = json.loads((ZOO / name / "config.json").read_text())
+    fmt = describe_draft(config)
+    assert SpeculatorsConfig.extract_vllm_speculative_config(config) == {
+        "method": fmt.method,
+        "num_speculative_tokens": fmt.speculative_tokens,
+    }
+    layer = SpeculatorsConfig.extract_transformers_pre_trained_config(json.loads(json.dumps(config)))
+    assert layer["draft_vocab_size"] == fmt.draft_vocab_size
+    assert layer["eagle_aux_hidden_state_layer_ids"] == list(fmt.aux_layer_ids or ())
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"speculators_config__proposal_methods": []},
+        {"speculators_config__proposal_methods__0__speculative_tokens": None},
+        {"speculators_config__verifier__name_or_path": None},
+        {"speculators_model_type": None},
+        {"transformer_layer_config": None},
+        {"transformer_layer_config": "llama"},
+    ],
+    ids=["no-proposals", "no-speculative-tokens", "no-verifier-name", "no-type", "no-layer-config", "layer-config-string"],
+)
+def test_configs_vllm_refuses_are_refused_by_the_gate(broken):
+    from vllm.transformers_utils.configs.speculators.base import SpeculatorsConfig
+
+    config = edited(EAGLE3_LLAMA, **broken)
+    with pytest.raises((ValueError, TypeError)):
+        SpeculatorsConfig.validate_speculators_config(config)
+    report = judge(gate_input(config, tensors=mapping(32000, 128256)))
+    assert "gate:format-missing-key" in {f.code for f in report.errors} or "gate:format-bad-value" in {
+        f.code for f in report.errors
+    }
