@@ -1,7 +1,6 @@
-"""SpecHub's registry: the Django project and the catalog app."""
+"""SpecHub's registry: the Django project and the catalog app.
 
-from __future__ import annotations
-
-from registry.celery import app as celery_app
-
-__all__ = ["celery_app"]
+The Celery app lives in registry.celery (`celery -A registry.celery ...`); it is
+not imported here so that the Django-free parts (formats, hub, repos) can be
+used by the workers' core without pulling in Django.
+"""

@@ -47,10 +47,15 @@ class HubRepo:
 
 
 class LocalRepo:
-    """A model folder on disk, read with no network; repo_id names it for the gate's checks."""
+    """A model folder on disk, read with no network; repo_id names it for the gate's checks.
 
-    def __init__(self, path: Path, repo_id: str, sha: str | None = None) -> None:
+    Symlinks may point anywhere inside `boundary` (the folder itself by default;
+    a huggingface_hub snapshot links into its repo's blobs/ folder), never out.
+    """
+
+    def __init__(self, path: Path, repo_id: str, sha: str | None = None, boundary: Path | None = None) -> None:
         self.path, self.repo_id, self.sha = path, repo_id, sha
+        self.boundary = (boundary or path).resolve()
 
     def metadata(self) -> RepoMetadata:
         try:
@@ -89,7 +94,7 @@ class LocalRepo:
             for name in names:
                 path = Path(directory) / name
                 relative = path.relative_to(root).as_posix()
-                escapes = path.is_symlink() and not path.resolve().is_relative_to(root)
+                escapes = path.is_symlink() and not path.resolve().is_relative_to(self.boundary)
                 (unsafe if escapes or not is_safe_filename(relative) else files).append(relative)
         return sorted(files), sorted(unsafe)
 

