@@ -57,6 +57,31 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return number
 
 
+def env_int_list(name: str, default: list[int]) -> list[int]:
+    """Return comma-separated positive integers, e.g. concurrency levels."""
+    value = _raw(name)
+    if not value:
+        return list(default)
+    try:
+        numbers = [int(item) for item in value.split(",") if item.strip()]
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} must be comma-separated integers, e.g. 1,2,4.") from None
+    if not numbers or min(numbers) < 1:
+        raise ImproperlyConfigured(f"{name}={value!r} must list integers of at least 1.")
+    return numbers
+
+
+def env_float(name: str, default: float) -> float:
+    """Return the variable as a float, the default when unset."""
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}.") from None
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     """Return a comma-separated list of lowercase names (letters, digits, '.', '_', '-')."""
     value = _raw(name)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from registry.models import CertificationRun, Pair
-from workers.spec import ModelRef, RunSpec
+from workers.spec import ModelRef, Plan, RunSpec, Thresholds
 
 
 def pairs_list(*, search: str = "") -> QuerySet[Pair]:
@@ -32,4 +33,20 @@ def run_spec(*, run: CertificationRun) -> RunSpec:
         verifier_dtype=pair.verifier_dtype,
         draft_dtype=pair.draft_dtype,
         options=dict(pair.options),
+        plan=measuring_plan(),
+    )
+
+
+def measuring_plan() -> Plan:
+    """Return how runs measure on this deployment; the thresholds are the certificate's."""
+    return Plan(
+        workloads=settings.SPECHUB_WORKLOADS,
+        concurrency=tuple(settings.SPECHUB_CONCURRENCY_LEVELS),
+        repeats=settings.SPECHUB_REPEATS,
+        dtype=settings.SPECHUB_ENGINE_DTYPE,
+        thresholds=Thresholds(
+            greedy_exact_match=settings.SPECHUB_THRESHOLD_EXACT_MATCH,
+            sampling_alpha=settings.SPECHUB_THRESHOLD_SAMPLING_ALPHA,
+            min_speedup=settings.SPECHUB_THRESHOLD_MIN_SPEEDUP,
+        ),
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from registry.envconf import env_bool, env_broker, env_database, env_int, env_list, env_str, env_url
+from registry.envconf import env_bool, env_broker, env_database, env_float, env_int, env_int_list, env_list, env_str, env_url
 
 # Lets admin and other generic classes be subscripted at run time, as mypy sees them.
 django_stubs_ext.monkeypatch()
@@ -122,6 +122,15 @@ SPECHUB_RETRY_BACKOFF_SECONDS = env_int("SPECHUB_RETRY_BACKOFF_SECONDS", 60, min
 # Dotted path to a callable returning the director's stages (see workers/director.py).
 SPECHUB_DIRECTOR_STAGES = env_str("SPECHUB_DIRECTOR_STAGES", "workers.stages.default_stages")
 SPECHUB_DEFAULT_ENGINE = env_str("SPECHUB_DEFAULT_ENGINE", "vllm")
+# How a run measures. GPU workers differ from CPU ones by configuration only (dtype here).
+SPECHUB_WORKLOADS = env_str("SPECHUB_WORKLOADS", "toy-v1")
+SPECHUB_CONCURRENCY_LEVELS = env_int_list("SPECHUB_CONCURRENCY_LEVELS", [1, 2, 4, 8, 16])
+SPECHUB_REPEATS = env_int("SPECHUB_REPEATS", 3, minimum=3)
+SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
+# The verdict's thresholds, shown on every certificate.
+SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)
+SPECHUB_THRESHOLD_SAMPLING_ALPHA = env_float("SPECHUB_THRESHOLD_SAMPLING_ALPHA", 0.001)
+SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.0)
 
 # --- The Hub -----------------------------------------------------------------
 # HF_ENDPOINT is huggingface_hub's own variable; `make hub` serves the toy zoo there.

@@ -180,7 +180,7 @@ def run_finish(*, run_id: int, attempt: int, document: dict[str, Any]) -> Certif
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
         _store_results(run, document.get("workloads", {}))
-        _move(run, RunState.FINISHED, result=document, progress=100)
+        _move(run, RunState.FINISHED, result=document, environment=document.get("environment", {}), progress=100)
     return run
 
 

@@ -56,11 +56,12 @@ def test_a_run_cancelled_while_running_stays_cancelled_without_results():
     assert not WorkloadResult.objects.filter(run=run).exists()
 
 
-def test_the_default_worker_fails_the_run_instead_of_inventing_results():
-    run = RunFactory.create()
+def test_the_default_stages_fail_a_pair_the_hub_does_not_have_as_the_users_fault(local_hub):
+    run = RunFactory.create()  # its repos exist only in the database
     certify.apply(args=(run.pk,))
     run.refresh_from_db()
-    assert (run.state, run.attempts, run.error_code) == (RunState.FAILED_INFRA, 1, "director:no-stages")
+    assert (run.state, run.attempts, run.error_code) == (RunState.FAILED_USER, 1, "hub:not-found")
+    assert not run.results.exists()
 
 
 def test_certifying_a_finished_run_again_changes_nothing():

