@@ -44,6 +44,7 @@ def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(loca
 
 
 def assert_complete(run: CertificationRun) -> None:
+    assert run.result is not None
     stages = run.result["stages"]
     assert set(stages) == {"fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict"}
     results = {r.category: r for r in run.results.all()}
