@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import pytest
 from django.db import transaction
 
@@ -45,6 +48,8 @@ def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(loca
 
 def assert_complete(run: CertificationRun) -> None:
     assert run.result is not None
+    schema = json.loads((ROOT / "workers" / "result.schema.json").read_text())
+    jsonschema.validate(run.result, schema)
     stages = run.result["stages"]
     assert set(stages) == {"fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict"}
     results = {r.category: r for r in run.results.all()}
