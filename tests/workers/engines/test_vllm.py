@@ -94,3 +94,21 @@ def test_a_random_eagle3_head_is_almost_never_accepted(prompts, tmp_path):
     _, delta, _ = measured({"method": "eagle3", "model": str(head), "num_speculative_tokens": 4}, prompts)
     found = metrics.acceptance(delta)
     assert found["mean_acceptance_length"] < 1.2, found
+
+
+def test_vllm_without_speculation_passes_the_sampling_test():
+    """The check is sound on vLLM's own sampler: the verifier alone matches its exact distribution."""
+    from collections import Counter
+
+    from workers.exact import next_token_distribution
+
+    prefix = suite_prompts()[0]  # a code prompt: its first token is far from certain
+    engine = load_engine("vllm")()
+    engine.start(EngineConfig(verifier=VERIFIER))
+    try:
+        done = engine.generate([prefix], Sampling(temperature=1.0, max_tokens=1, n=600))
+    finally:
+        engine.stop()
+    samples = [c.token_ids[0] for c in done]
+    found = metrics.chi_square_test(samples, next_token_distribution(VERIFIER, prefix, 1.0))
+    assert found["p_value"] > 0.001 and found["bins"] >= 3, (found, Counter(samples).most_common(5))
