@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]  # ships with vLLM, without stubs
+import psutil
 
 from workers import certification
 from workers.__main__ import parse, spec_from
