@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from typing import Any
 
 from workers.workloads import CATEGORIES, SUITES
 from zoo.corpus import documents
@@ -30,7 +31,7 @@ def prompt_of(category: str, document: str) -> str:
     return document[: document.rindex(marker) + len(marker)]
 
 
-def build() -> dict[str, object]:
+def build() -> dict[str, Any]:
     suite: dict[str, list[str]] = defaultdict(list)
     for index, document in enumerate(documents(SEED, PER_CATEGORY * len(CATEGORIES))):
         category = CATEGORIES[index % len(CATEGORIES)]
