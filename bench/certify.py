@@ -23,6 +23,7 @@ import psutil
 from workers import certification
 from workers.__main__ import parse, spec_from
 from workers.director import Director
+from workers.engines.vllm import engine_arguments
 from workers.stages import default_stages
 from zoo.localhub import LocalHub
 
@@ -70,7 +71,7 @@ def bare_vllm(bench: certification.Workbench) -> float:
     from vllm.inputs import TokensPrompt
 
     started = time.perf_counter()
-    llm = LLM(**_arguments(bench))
+    llm = LLM(**engine_arguments(bench.config(speculative=True)))
     greedy = SamplingParams(temperature=0, max_tokens=32)
     for category in dict.fromkeys(bench.categories):
         batch = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
@@ -86,19 +87,6 @@ def bare_vllm(bench: certification.Workbench) -> float:
                 llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts[i : i + level]], greedy, use_tqdm=False)
     llm.llm_engine.engine_core.shutdown()
     return time.perf_counter() - started
-
-
-def _arguments(bench: certification.Workbench) -> dict[str, Any]:
-    config = bench.config(speculative=True)
-    return {
-        "model": config.verifier,
-        "speculative_config": config.speculative_config,
-        "dtype": config.dtype,
-        "enforce_eager": config.enforce_eager,
-        "max_model_len": config.max_model_len,
-        "seed": config.seed,
-        "disable_log_stats": False,
-    }
 
 
 def harness_vs_bare(draft: str) -> tuple[float, float]:

@@ -10,7 +10,6 @@ from Django, so a worker can use it alone.
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import time
@@ -38,7 +37,14 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils._http import default_client_factory
 
-from registry.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, tensor_span
+from registry.formats.inputs import (
+    MAPPING_TENSORS,
+    RepoMetadata,
+    TensorData,
+    decode_tensor,
+    parse_json_object,
+    tensor_span,
+)
 from workers.errors import InfraError, RunError, UserError
 
 T = TypeVar("T")
@@ -189,18 +195,10 @@ class HubClient:
 
     def _json(self, repo_id: str, sha: str, filename: str, problems: dict[str, str]) -> dict[str, Any] | None:
         path = self._call(lambda: self._download(repo_id, sha, filename), repo_id, sha)
-        try:
-            document = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError) as exc:
-            problems[filename] = f"{filename} is not valid JSON: {exc}"
-            return None
-        if not isinstance(document, dict):
-            problems[filename] = f"{filename} is not a JSON object"
-            return None
-        return document
+        return parse_json_object(path.read_bytes(), filename, problems)
 
     def _headers(self, repo_id: str, sha: str) -> dict[str, dict[str, dict[str, Any]]]:
-        """Return {file: {tensor: {dtype, shape}}} read from the safetensors headers only."""
+        """Return {file: {tensor: {dtype, shape, data_offsets}}} read from the safetensors headers only."""
         try:
             found = self._call(lambda: self.api.get_safetensors_metadata(repo_id, revision=sha), repo_id, sha)
         except NotASafetensorsRepoError:

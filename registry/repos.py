@@ -7,7 +7,6 @@ wrong is handed to the rules, which turn it into findings.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from registry.formats import GateInput, Report, judge
-from registry.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, tensor_span
+from registry.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, parse_json_object, tensor_span
 from registry.hub import METADATA_FILES, HubClient, is_safe_filename
 from workers.errors import InfraError
 
@@ -128,15 +127,7 @@ def _read_json(path: Path, name: str, problems: dict[str, str]) -> Any:
     if path.stat().st_size > MAX_JSON_BYTES:
         problems[name] = f"{name} is larger than {MAX_JSON_BYTES} bytes"
         return None
-    try:
-        document = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        problems[name] = f"{name} is not valid JSON: {exc}"
-        return None
-    if not isinstance(document, dict):
-        problems[name] = f"{name} is not a JSON object"
-        return None
-    return document
+    return parse_json_object(path.read_bytes(), name, problems)
 
 
 def _read_header(path: Path, name: str, problems: dict[str, str]) -> dict[str, dict[str, Any]] | None:
@@ -147,13 +138,8 @@ def _read_header(path: Path, name: str, problems: dict[str, str]) -> dict[str, d
         if not 0 < length <= MAX_HEADER_BYTES:
             problems[name] = f"{name} has no valid safetensors header"
             return None
-        try:
-            header = json.loads(handle.read(length))
-        except (ValueError, UnicodeDecodeError) as exc:
-            problems[name] = f"{name}'s safetensors header is not JSON: {exc}"
-            return None
-    if not isinstance(header, dict):
-        problems[name] = f"{name}'s safetensors header is not a JSON object"
+        header = parse_json_object(handle.read(length), name, problems)
+    if header is None:
         return None
     return {key: value for key, value in header.items() if key != "__metadata__" and isinstance(value, dict)}
 

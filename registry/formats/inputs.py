@@ -88,6 +88,19 @@ class GateInput:
     tensors: dict[str, TensorData] = field(default_factory=dict)
 
 
+def parse_json_object(raw: bytes, name: str, problems: dict[str, str]) -> dict[str, Any] | None:
+    """Return the JSON object in `raw`, or None with the reason recorded under `name`."""
+    try:
+        document = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        problems[name] = f"{name} is not valid JSON: {exc}"
+        return None
+    if not isinstance(document, dict):
+        problems[name] = f"{name} is not a JSON object"
+        return None
+    return document
+
+
 def tokenizer_hash(tokenizer: dict[str, Any], tokenizer_config: dict[str, Any] | None = None) -> str:
     """Return a digest of the token→id map, the added tokens and the special tokens.
 

