@@ -91,7 +91,7 @@ def bare_vllm(bench: certification.Workbench) -> float:
 
 def harness_vs_bare(draft: str) -> tuple[float, float]:
     spec = spec_from(parse(["certify", "--draft", draft, "--verifier", "spechub-toy/llama-verifier", "--out", "-"]))
-    bench = certification.Workbench(spec)
+    bench = certification.Workbench.for_spec(spec)
     certification.fetch(bench, lambda p: None)
     certification.gate(bench, lambda p: None)
     started = time.perf_counter()

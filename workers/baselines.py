@@ -28,7 +28,7 @@ def key(bench: Workbench) -> str:
         "verifier": [bench.spec.verifier.repo_id, bench.spec.verifier.sha],
         "engine": [bench.spec.engine, engine_build(bench.spec.engine)],
         "hardware": bench.spec.hardware,
-        "suite": bench.suite.sha256 if bench.suite else None,
+        "suite": bench.suite.sha256,
         "plan": plan,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()

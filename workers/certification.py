@@ -36,16 +36,20 @@ class Workbench:
     """What one run's stages hand each other; raw data stays here, the document gets figures."""
 
     spec: RunSpec
+    suite: Suite
     paths: dict[str, Path] = field(default_factory=dict)
     gate: Report | None = None
     engine_config: dict[str, Any] | None = None
-    suite: Suite | None = None
     prompts: list[list[int]] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
     baseline: dict[str, Any] = field(default_factory=dict)
     speculative: dict[str, Any] = field(default_factory=dict)
     # The stage results so far (the director's document["stages"]), for the stages that summarise.
     result: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_spec(cls, spec: RunSpec) -> Workbench:
+        return cls(spec=spec, suite=load_suite(spec.plan.workloads))
 
     def config(self, speculative: bool) -> EngineConfig:
         plan = self.spec.plan
@@ -95,7 +99,6 @@ def gate(bench: Workbench, report: Tick) -> dict[str, Any]:
         config.pop("revision", None)
         config["model"] = str(bench.paths["draft"])
     bench.engine_config = config
-    bench.suite = load_suite(spec.plan.workloads)
     bench.categories = [category for category, _ in bench.suite.prompts()]
     bench.prompts = _tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
     return judged.as_dict()
@@ -143,7 +146,7 @@ def _greedy(engine: Engine, bench: Workbench) -> tuple[dict[str, list[list[int]]
     """Greedy outputs and counter deltas, one generate call per category (the same batching in both engines)."""
     outputs: dict[str, list[list[int]]] = {}
     counters: dict[str, SpecCounters] = {}
-    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens if bench.suite else 32)
+    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
     for category in dict.fromkeys(bench.categories):
         prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
         before = engine.counters()
@@ -174,7 +177,7 @@ def _sweep(engine: Engine, bench: Workbench, report: Tick) -> dict[str, list[dic
     """Each concurrency level, `repeats` times: the prompts in waves of that many requests."""
     plan = bench.spec.plan
     prompts = [bench.prompts[i] for i in sweep_order(bench)]
-    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens if bench.suite else 32)
+    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
     sweep: dict[str, list[dict[str, Any]]] = {}
     steps = len(plan.concurrency) * plan.repeats
     for number, (level, _) in enumerate((lv, r) for r in range(plan.repeats) for lv in plan.concurrency):
@@ -394,7 +397,7 @@ def environment(bench: Workbench) -> dict[str, Any]:
         "enforce_eager": plan.enforce_eager,
         "k": bench.spec.num_speculative_tokens,
         "seed": plan.seed,
-        "workloads": {"suite": bench.suite.label if bench.suite else None, "sha256": bench.suite.sha256 if bench.suite else None},
+        "workloads": {"suite": bench.suite.label, "sha256": bench.suite.sha256},
         "speculative_config": bench.engine_config,
     }
 

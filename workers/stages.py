@@ -27,7 +27,7 @@ class MeasuringStage:
         from workers.certification import Workbench
 
         if self.shared.bench is None or self.shared.bench.spec is not spec:
-            self.shared.bench = Workbench(spec)
+            self.shared.bench = Workbench.for_spec(spec)
         self.shared.bench.result = document["stages"]
         return self.work(self.shared.bench, report)
 
