@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "django_celery_beat",
@@ -93,8 +94,23 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 25,
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.ScopedRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"submissions": env_str("SPECHUB_SUBMISSION_RATE", "20/hour")},
+    "EXCEPTION_HANDLER": "registry.api.errors.api_exception_handler",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "SpecHub API", "VERSION": "1"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "SpecHub API",
+    "VERSION": "1",
+    "ENUM_NAME_OVERRIDES": {
+        "PairMethodEnum": "registry.models.Method",
+        "VllmMethodEnum": "registry.formats.vllm_support.METHOD_CHOICES",
+    },
+}
 
 # --- Celery -----------------------------------------------------------------
 # Without a broker, tasks run in-process (the embedded default); with one,

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
 
 from registry import views
 
@@ -9,4 +10,6 @@ urlpatterns = [
     path("", views.catalog, name="catalog"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("registry.api.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

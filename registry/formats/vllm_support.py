@@ -25,6 +25,7 @@ EAGLE3_LAYER_MODEL_TYPES = frozenset({"llama", "qwen3"})
 
 # vllm.config.speculative.SpeculativeMethod, less the internal ones.
 METHODS = frozenset({"ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "eagle", "eagle3", "mtp", "dflash", "dspark"})
+METHOD_CHOICES = sorted(METHODS)
 DRAFTLESS_METHODS = frozenset({"ngram", "suffix"})
 # Methods the config accepts but whose model this build does not register
 # (vllm/model_executor/models/registry.py has MLPSpeculator commented out).

@@ -69,7 +69,9 @@ def run_dispatch(*, run_id: int, countdown: int = 0) -> None:
     certify.apply_async(args=(run_id,), queue=run.queue, countdown=countdown)
 
 
-def run_create(*, pair: Pair, hardware: str, engine: str = "", trigger: str = RunTrigger.MANUAL) -> CertificationRun:
+def run_create(
+    *, pair: Pair, hardware: str, engine: str = "", trigger: str = RunTrigger.MANUAL, requested_by: Any = None
+) -> CertificationRun:
     """Queue a certification of `pair` on `hardware`; it is dispatched after commit."""
     if hardware not in queue_names() or hardware == "default":
         raise ValidationError(f"Unknown hardware class {hardware!r}; use one of {queue_names()[1:]}.", code="unknown-hardware")
@@ -78,6 +80,7 @@ def run_create(*, pair: Pair, hardware: str, engine: str = "", trigger: str = Ru
         hardware=hardware,
         engine=engine or settings.SPECHUB_DEFAULT_ENGINE,
         trigger=trigger,
+        requested_by=requested_by,
         max_attempts=settings.SPECHUB_RUN_MAX_ATTEMPTS,
     )
     transaction.on_commit(lambda: run_dispatch(run_id=run.pk))

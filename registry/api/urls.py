@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from registry.api import views
+
+urlpatterns = [
+    path("models/", views.ModelList.as_view(), name="api-models"),
+    path("pairs/", views.PairList.as_view(), name="api-pairs"),
+    path("pairs/<int:pk>/", views.PairDetail.as_view(), name="api-pair"),
+    path("runs/", views.RunList.as_view(), name="api-runs"),
+    path("runs/<int:pk>/", views.RunDetail.as_view(), name="api-run"),
+    path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="api-run-cancel"),
+    path("submissions/", views.SubmissionCreate.as_view(), name="api-submissions"),
+    path("compatibility/", views.Compatibility.as_view(), name="api-compatibility"),
+]

@@ -1,0 +1,112 @@
+"""API views: each reads through selectors or writes through one service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, permissions, status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry.api import serializers as s
+from registry.models import CertificationRun, HubModel, Pair
+from registry.repos import HubRepo, gate_check
+from registry.selectors import pairs_list
+from registry.services.gate import hub_client
+from registry.services.runs import run_cancel
+from registry.services.submissions import submission_create
+
+
+class ModelList(generics.ListAPIView[HubModel]):
+    """Pinned Hub models in the catalog."""
+
+    serializer_class = s.HubModelOut
+    queryset = HubModel.objects.order_by("repo_id", "sha")
+
+
+class PairList(generics.ListAPIView[Pair]):
+    """Pairs, newest first; `?search=` matches draft or verifier, `?method=` filters."""
+
+    serializer_class = s.PairOut
+
+    def get_queryset(self) -> QuerySet[Pair]:
+        pairs = pairs_list(search=self.request.query_params.get("search", ""))
+        method = self.request.query_params.get("method")
+        return pairs.filter(method=method) if method else pairs
+
+
+class PairDetail(generics.RetrieveAPIView[Pair]):
+    """One pair with its compatibility report and its latest run's results."""
+
+    serializer_class = s.PairDetailOut
+    queryset = Pair.objects.select_related("verifier", "draft")
+
+
+class RunList(generics.ListAPIView[CertificationRun]):
+    serializer_class = s.RunOut
+    queryset = CertificationRun.objects.prefetch_related("results").order_by("-created_at", "-id")
+
+
+class RunDetail(generics.RetrieveAPIView[CertificationRun]):
+    serializer_class = s.RunOut
+    queryset = CertificationRun.objects.prefetch_related("results")
+
+
+class RunCancel(APIView):
+    """Cancel a run: its requester or staff only."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses=s.RunOut)
+    def post(self, request: Request, pk: int) -> Response:
+        run = generics.get_object_or_404(CertificationRun, pk=pk)
+        if not (request.user.is_staff or run.requested_by_id == request.user.pk):
+            raise PermissionDenied("Only the user who requested this run, or staff, may cancel it.")
+        return Response(s.RunOut(run_cancel(run_id=run.pk)).data)
+
+
+class Compatibility(APIView):
+    """POST: the gate's verdict for a draft and a verifier at revisions, without creating anything."""
+
+    @extend_schema(request=s.CompatibilityIn, responses=dict[str, Any])
+    def post(self, request: Request) -> Response:
+        given = s.CompatibilityIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        client = hub_client()
+        report = gate_check(
+            verifier=HubRepo(client, data["verifier"], data["verifier_revision"]),
+            verifier_id=data["verifier"],
+            draft=HubRepo(client, data["draft"], data["draft_revision"]) if data.get("draft") else None,
+            method=data.get("method"),
+            k=data.get("num_speculative_tokens"),
+        )
+        return Response(report.as_dict())
+
+
+class SubmissionCreate(APIView):
+    """Submit a draft: the gate's verdict comes back at once, and the run id when a run was queued."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    throttle_scope = "submissions"
+
+    @extend_schema(request=s.SubmissionIn, responses={201: s.SubmissionOut, 200: s.SubmissionOut})
+    def post(self, request: Request) -> Response:
+        given = s.SubmissionIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        submission = submission_create(
+            user=request.user,
+            repo_id=data["repo_id"],
+            revision=data["revision"],
+            verifier_repo_id=data["verifier_repo_id"],
+            verifier_revision=data["verifier_revision"],
+            method=data.get("method"),
+            num_speculative_tokens=data.get("num_speculative_tokens"),
+        )
+        created = submission.status == "accepted"
+        return Response(s.SubmissionOut(submission).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

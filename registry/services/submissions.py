@@ -1,0 +1,88 @@
+"""Writes for submissions: judge a draft at once, then register its pair and queue a certification."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from registry.formats import Report, describe_draft
+from registry.hub import HubClient
+from registry.models import HubModel, Role, RunTrigger, Submission, SubmissionStatus
+from registry.repos import HubRepo, gate_check
+from registry.services.gate import hub_client, pair_judgement_store
+from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
+from registry.services.runs import run_create
+from workers.errors import UserError
+
+
+def submission_create(
+    *,
+    user: Any,
+    repo_id: str,
+    revision: str = "main",
+    verifier_repo_id: str = "",
+    verifier_revision: str = "main",
+    method: str | None = None,
+    num_speculative_tokens: int | None = None,
+    hardware: str = "cpu",
+    client: HubClient | None = None,
+) -> Submission:
+    """Judge the draft against its verifier now; queue a run only for a compatible, new pair.
+
+    The verifier defaults to the one the draft's speculators config names. Hub
+    errors (missing repo, gated, unreachable) propagate; nothing is written then.
+    """
+    client = client or hub_client()
+    draft = HubRepo(client, repo_id, client.resolve(repo_id, revision))
+    verifier_id = verifier_repo_id or _named_verifier(draft)
+    verifier = HubRepo(client, verifier_id, client.resolve(verifier_id, verifier_revision))
+    report = gate_check(verifier=verifier, verifier_id=verifier_id, draft=draft, method=method, k=num_speculative_tokens)
+    submission = Submission(
+        submitted_by=user,
+        repo_id=repo_id,
+        revision=revision,
+        verifier_repo_id=verifier_id,
+        verifier_revision=verifier_revision,
+        validation_report=report.as_dict(),
+    )
+    if not report.compatible:
+        first = report.errors[0]
+        submission.status = SubmissionStatus.REFUSED
+        submission.refusal_code, submission.refusal_message = first.code, first.message
+        submission.save()
+        return submission
+    with transaction.atomic():
+        return _register(submission, report, draft.revision, verifier.revision, hardware)
+
+
+def _named_verifier(draft: HubRepo) -> str:
+    named = describe_draft(draft.metadata().config).verifier_name
+    if not named:
+        raise UserError("run:invalid-spec", "The draft's config names no verifier; give the verifier's repo id.")
+    return named
+
+
+def _register(submission: Submission, report: Report, draft_sha: str, verifier_sha: str, hardware: str) -> Submission:
+    verifier = _pinned(submission.verifier_repo_id, verifier_sha, Role.VERIFIER, report)
+    role = Role.SPECULATOR if report.format.kind == "speculators" else Role.DRAFT
+    draft = _pinned(submission.repo_id, draft_sha, role, report)
+    pair, created = pair_get_or_create(
+        verifier=verifier, draft=draft, method=report.method or "draft_model", num_speculative_tokens=report.k
+    )
+    submission.pair = pair
+    if not created:
+        submission.status = SubmissionStatus.DUPLICATE
+        submission.save()
+        return submission
+    pair_judgement_store(pair=pair, report=report)
+    submission.run = run_create(pair=pair, hardware=hardware, trigger=RunTrigger.SUBMISSION, requested_by=submission.submitted_by)
+    submission.status = SubmissionStatus.ACCEPTED
+    submission.save()
+    return submission
+
+
+def _pinned(repo_id: str, sha: str, role: str, report: Report) -> HubModel:
+    architectures = report.format.architectures if role != Role.VERIFIER else None
+    model, _ = hub_model_get_or_create(repo_id=repo_id, sha=sha, role=role, architecture=(architectures or ("",))[0])
+    return model
