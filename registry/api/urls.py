@@ -13,4 +13,6 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="api-run-cancel"),
     path("submissions/", views.SubmissionCreate.as_view(), name="api-submissions"),
     path("compatibility/", views.Compatibility.as_view(), name="api-compatibility"),
+    path("recommendations/", views.Recommendations.as_view(), name="api-recommendations"),
+    path("export/", views.Export.as_view(), name="api-export"),
 ]

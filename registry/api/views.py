@@ -8,14 +8,16 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry.api import serializers as s
+from registry.api.renderers import CsvRenderer
 from registry.models import CertificationRun, HubModel, Pair
 from registry.repos import HubRepo, gate_check
-from registry.selectors import pairs_list
+from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations
 from registry.services.gate import hub_client
 from registry.services.runs import run_cancel
 from registry.services.submissions import submission_create
@@ -70,7 +72,11 @@ class RunCancel(APIView):
 
 
 class Compatibility(APIView):
-    """POST: the gate's verdict for a draft and a verifier at revisions, without creating anything."""
+    """GET: the verifiers-by-drafts matrix. POST: the gate's verdict for two repos, creating nothing."""
+
+    @extend_schema(responses=dict[str, Any])
+    def get(self, request: Request) -> Response:
+        return Response(compatibility_matrix())
 
     @extend_schema(request=s.CompatibilityIn, responses=dict[str, Any])
     def post(self, request: Request) -> Response:
@@ -86,6 +92,28 @@ class Compatibility(APIView):
             k=data.get("num_speculative_tokens"),
         )
         return Response(report.as_dict())
+
+
+class Recommendations(APIView):
+    """The best draft for a verifier on a hardware class, at a concurrency, optionally for one workload."""
+
+    @extend_schema(parameters=[s.RecommendationIn], responses=dict[str, Any])
+    def get(self, request: Request) -> Response:
+        given = s.RecommendationIn(data=request.query_params)
+        given.is_valid(raise_exception=True)
+        ranked = recommendations(**given.validated_data)
+        best = next((r for r in ranked if r["verdict"] == "certified"), None)
+        return Response({"query": given.validated_data, "best": best, "ranked": ranked})
+
+
+class Export(APIView):
+    """Every pair with its latest certification, as CSV or JSON (`?format=csv|json`)."""
+
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(responses=dict[str, Any])
+    def get(self, request: Request) -> Response:
+        return Response(export_rows())
 
 
 class SubmissionCreate(APIView):
