@@ -158,3 +158,25 @@ def export_rows() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def pair_page(*, pair: Pair) -> dict[str, Any]:
+    """Return what the pair page shows: the latest certification's figures, run history, and the gate report."""
+    run = latest_finished_run(pair=pair)
+    stages = ((run.result or {}).get("stages") or {}) if run else {}
+    throughput = stages.get("throughput", {})
+    levels = sorted(throughput.get("levels", {}), key=int)
+    return {
+        "pair": pair,
+        "run": run,
+        "verdict": stages.get("verdict", {}),
+        "acceptance": stages.get("speculative", {}).get("acceptance", {}),
+        "levels": [int(level) for level in levels],
+        "speedups": [throughput["levels"][level]["speedup"] for level in levels],
+        "throughput": throughput,
+        "results": list(run.results.all()) if run else [],
+        "equivalence": stages.get("equivalence", {}),
+        "environment": run.environment if run else {},
+        "history": list(pair.runs.order_by("-created_at", "-id")[:50]),
+        "gate": pair.compatibility or {},
+    }

@@ -9,6 +9,8 @@ from registry import views
 urlpatterns = [
     path("", views.catalog, name="catalog"),
     path("healthz", views.healthz, name="healthz"),
+    path("pairs/<int:pk>/", views.pair_detail, name="pair"),
+    path("runs/<int:pk>/", views.run_detail, name="run"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("registry.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from registry import charts
 from registry.health import health_report
-from registry.selectors import pairs_list
+from registry.models import CertificationRun, Pair
+from registry.selectors import pair_page, pairs_list
+from workers.errors import ERRORS
 
 PAGE_SIZE = 25
 
@@ -18,6 +21,31 @@ def catalog(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:200]
     page = Paginator(pairs_list(search=search), PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "registry/catalog.html", {"page": page, "search": search})
+
+
+@require_GET
+def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    page = pair_page(pair=get_object_or_404(Pair.objects.select_related("verifier", "draft"), pk=pk))
+    acceptance = page["acceptance"]
+    positions = acceptance.get("per_position", [])
+    page["acceptance_chart"] = charts.bars(
+        positions, [f"#{i + 1}" for i in range(len(positions))], title="Acceptance rate per draft position"
+    )
+    page["speedup_chart"] = charts.speedup_lines(
+        page["levels"],
+        {"speedup": page["speedups"]},
+        title="Speedup against concurrency",
+        bound=page["throughput"].get("theoretical_bound"),
+        break_even=page["throughput"].get("break_even_concurrency"),
+    )
+    return render(request, "registry/pair.html", page)
+
+
+@require_GET
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(CertificationRun.objects.select_related("pair__verifier", "pair__draft"), pk=pk)
+    error = ERRORS.get(run.error_code)
+    return render(request, "registry/run.html", {"run": run, "hint": error.hint if error else ""})
 
 
 @require_GET
