@@ -82,6 +82,14 @@ class Pair(models.Model):
     compatibility = models.JSONField(default=dict, blank=True)
     identity = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The listing: the latest finished run's headline figures, copied when it finishes so the
+    # catalog filters and sorts on indexed columns instead of JSON.
+    latest_run = models.ForeignKey("CertificationRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    verdict = models.CharField(max_length=16, blank=True, db_index=True)
+    speedup = models.FloatField(null=True, blank=True, db_index=True)
+    mean_acceptance_length = models.FloatField(null=True, blank=True)
+    hardware = models.CharField(max_length=32, blank=True)
+    engine_version = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

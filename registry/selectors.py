@@ -7,7 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
-from registry.models import CertificationRun, Pair
+from registry.filters import PairFilter, filtered_pairs
+from registry.models import CertificationRun, HubModel, Pair, Role
 from registry.states import RunState
 from workers.spec import ModelRef, Plan, RunSpec, Thresholds
 
@@ -18,6 +19,20 @@ def pairs_list(*, search: str = "") -> QuerySet[Pair]:
     if search:
         pairs = pairs.filter(Q(draft__repo_id__icontains=search) | Q(verifier__repo_id__icontains=search))
     return pairs.order_by("-created_at", "-id")
+
+
+def pairs_filtered(*, params: Any) -> tuple[PairFilter, QuerySet[Pair]]:
+    """Return the catalog's bound filter and the pairs it selects, in its sort order."""
+    return filtered_pairs(params, pairs_list())
+
+
+def catalog_choices() -> dict[str, list[str]]:
+    """Return the values present for the free-text filters (families, hardware, engine versions)."""
+    return {
+        "families": sorted(set(HubModel.objects.filter(role=Role.VERIFIER).exclude(family="").values_list("family", flat=True))),
+        "hardware": sorted(set(Pair.objects.exclude(hardware="").values_list("hardware", flat=True))),
+        "engine_versions": sorted(set(Pair.objects.exclude(engine_version="").values_list("engine_version", flat=True))),
+    }
 
 
 def run_spec(*, run: CertificationRun) -> RunSpec:

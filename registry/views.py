@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from registry import charts
 from registry.health import health_report
 from registry.models import CertificationRun, Pair
-from registry.selectors import pair_page, pairs_list
+from registry.selectors import catalog_choices, pair_page, pairs_filtered
 from workers.errors import ERRORS
 
 PAGE_SIZE = 25
@@ -19,8 +19,12 @@ PAGE_SIZE = 25
 @require_GET
 def catalog(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:200]
-    page = Paginator(pairs_list(search=search), PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "registry/catalog.html", {"page": page, "search": search})
+    bound, pairs = pairs_filtered(params=request.GET)
+    page = Paginator(pairs, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {"page": page, "search": search, "filter": bound, "query": query.urlencode(), "choices": catalog_choices()}
+    return render(request, "registry/catalog.html", context)
 
 
 @require_GET

@@ -65,7 +65,10 @@ class PairOut(serializers.ModelSerializer[Pair]):
 
     class Meta:
         model = Pair
-        fields = ["id", "verifier", "draft", "method", "num_speculative_tokens", "options", "created_at"]
+        fields = [
+            "id", "verifier", "draft", "method", "num_speculative_tokens", "options", "created_at",
+            "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version", "latest_run",
+        ]  # fmt: skip
 
 
 class PairDetailOut(PairOut):

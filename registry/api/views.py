@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.exceptions import PermissionDenied
@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from registry.api import serializers as s
 from registry.api.renderers import CsvRenderer
+from registry.filters import PairFilter
 from registry.models import CertificationRun, HubModel, Pair
 from registry.repos import HubRepo, gate_check
 from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations
@@ -31,14 +32,13 @@ class ModelList(generics.ListAPIView[HubModel]):
 
 
 class PairList(generics.ListAPIView[Pair]):
-    """Pairs, newest first; `?search=` matches draft or verifier, `?method=` filters."""
+    """Pairs with the catalog's filters (q, family, verifier, method, verdict, hardware, engine_version,
+    min_speedup) and sorts (sort=newest|speedup|al)."""
 
     serializer_class = s.PairOut
-
-    def get_queryset(self) -> QuerySet[Pair]:
-        pairs = pairs_list(search=self.request.query_params.get("search", ""))
-        method = self.request.query_params.get("method")
-        return pairs.filter(method=method) if method else pairs
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = PairFilter
+    queryset = pairs_list()
 
 
 class PairDetail(generics.RetrieveAPIView[Pair]):

