@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from registry.filters import PairFilter, filtered_pairs
-from registry.models import CertificationRun, HubModel, Pair, Role
+from registry.models import CertificationRun, HubModel, Pair, Role, Submission
 from registry.states import RunState
 from workers.spec import ModelRef, Plan, RunSpec, Thresholds
 
@@ -195,3 +197,12 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "history": list(pair.runs.order_by("-created_at", "-id")[:50]),
         "gate": pair.compatibility or {},
     }
+
+
+def submission_quota(*, user: Any) -> dict[str, int | str]:
+    """Return how many submissions the user made in the rate window, and the limit (SPECHUB_SUBMISSION_RATE)."""
+    count, period = settings.SPECHUB_SUBMISSION_RATE.split("/")
+    seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400}[period[0]]
+    since = timezone.now() - timedelta(seconds=seconds)
+    used = Submission.objects.filter(submitted_by=user, created_at__gte=since).count()
+    return {"used": used, "limit": int(count), "period": period}

@@ -90,6 +90,12 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "submit"
+LOGOUT_REDIRECT_URL = "catalog"
+
+# Submissions per user and period (DRF's rate syntax); the API answers 429 beyond it, the form says so.
+SPECHUB_SUBMISSION_RATE = env_str("SPECHUB_SUBMISSION_RATE", "20/hour")
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -100,7 +106,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.ScopedRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"submissions": env_str("SPECHUB_SUBMISSION_RATE", "20/hour")},
+    "DEFAULT_THROTTLE_RATES": {"submissions": SPECHUB_SUBMISSION_RATE},
     "EXCEPTION_HANDLER": "registry.api.errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {

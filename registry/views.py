@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from registry import charts
+from registry.forms import SubmissionForm
 from registry.health import health_report
 from registry.models import CertificationRun, Pair
-from registry.selectors import catalog_choices, pair_page, pairs_filtered
-from workers.errors import ERRORS
+from registry.selectors import catalog_choices, compatibility_matrix, pair_page, pairs_filtered, submission_quota
+from registry.services.submissions import submission_create
+from workers.errors import ERRORS, RunError
 
 PAGE_SIZE = 25
 
@@ -50,6 +53,33 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(CertificationRun.objects.select_related("pair__verifier", "pair__draft"), pk=pk)
     error = ERRORS.get(run.error_code)
     return render(request, "registry/run.html", {"run": run, "hint": error.hint if error else ""})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest) -> HttpResponse:
+    """Submit a draft: the gate's verdict shows at once, then the pair is queued (or found)."""
+    form = SubmissionForm(request.POST or None)
+    quota = submission_quota(user=request.user)
+    context: dict[str, object] = {"form": form, "quota": quota}
+    if request.method == "POST" and form.is_valid():
+        if int(quota["used"]) >= int(quota["limit"]):
+            context["error"] = f"You have used your {quota['limit']} submissions per {quota['period']}; try again later."
+        else:
+            try:
+                context["submission"] = submission_create(user=request.user, **form.cleaned_data)
+            except RunError as exc:
+                context["error"] = exc.message
+            context["quota"] = submission_quota(user=request.user)
+    return render(request, "registry/submit.html", context)
+
+
+@require_GET
+def matrix(request: HttpRequest) -> HttpResponse:
+    table = compatibility_matrix()
+    cells = {(c["verifier"], c["draft"]): c for c in table["cells"]}
+    rows = [(verifier, [cells.get((verifier, draft)) for draft in table["drafts"]]) for verifier in table["verifiers"]]
+    return render(request, "registry/matrix.html", {"drafts": table["drafts"], "rows": rows})
 
 
 @require_GET
