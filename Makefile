@@ -13,6 +13,7 @@ demo:
 test:
 	scripts/bootstrap.sh dev,cpu
 	scripts/bootstrap_hub.sh
+	scripts/bootstrap_browser.sh
 	$(MAKE) lint check-migrations pytest
 
 lint:
