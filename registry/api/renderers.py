@@ -18,8 +18,8 @@ class CsvRenderer(BaseRenderer):
     def render(
         self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
     ) -> bytes:
-        if isinstance(data, dict) and "error" in data:  # errors keep their one shape
-            data = [data["error"]]
+        if isinstance(data, dict):  # an error (its one shape) or a metadata answer: one row
+            data = [data.get("error", data)]
         rows = list(data or [])
         out = io.StringIO()
         if rows:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("models/", views.ModelList.as_view(), name="api-models"),
     path("pairs/", views.PairList.as_view(), name="api-pairs"),
     path("pairs/<int:pk>/", views.PairDetail.as_view(), name="api-pair"),
+    path("pairs/<int:pk>/recertify/", views.PairRecertify.as_view(), name="api-pair-recertify"),
     path("runs/", views.RunList.as_view(), name="api-runs"),
     path("runs/<int:pk>/", views.RunDetail.as_view(), name="api-run"),
     path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="api-run-cancel"),

@@ -20,7 +20,7 @@ from registry.models import CertificationRun, HubModel, Pair
 from registry.repos import HubRepo, gate_check
 from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations
 from registry.services.gate import hub_client
-from registry.services.runs import run_cancel
+from registry.services.runs import run_cancel, run_create
 from registry.services.submissions import submission_create
 
 
@@ -69,6 +69,18 @@ class RunCancel(APIView):
         if not (request.user.is_staff or run.requested_by_id == request.user.pk):
             raise PermissionDenied("Only the user who requested this run, or staff, may cancel it.")
         return Response(s.RunOut(run_cancel(run_id=run.pk)).data)
+
+
+class PairRecertify(APIView):
+    """Staff only: queue a new certification of a pair."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=None, responses={201: s.RunOut})
+    def post(self, request: Request, pk: int) -> Response:
+        pair = generics.get_object_or_404(Pair, pk=pk)
+        run = run_create(pair=pair, hardware=request.query_params.get("hardware", "cpu"), requested_by=request.user)
+        return Response(s.RunOut(run).data, status=status.HTTP_201_CREATED)
 
 
 class Compatibility(APIView):

@@ -139,3 +139,18 @@ def test_the_openapi_schema_validates_and_lists_the_endpoints():
         "/api/v1/compatibility/",
     ):
         assert path in schema["paths"], path
+
+
+def test_the_docs_page_serves_its_assets_locally():
+    page = APIClient().get("/api/docs/").content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in page
+    assert "cdn" not in page.lower()
+
+
+def test_only_staff_trigger_a_recertification():
+    pair = demo_catalog_load(zoo_dir=ROOT / "zoo" / "models")[0]
+    assert_error_shape(client_for("alice").post(f"/api/v1/pairs/{pair.pk}/recertify/"), 403)
+    staff = client_for("root")
+    User.objects.filter(username="root").update(is_staff=True)
+    response = staff.post(f"/api/v1/pairs/{pair.pk}/recertify/")
+    assert response.status_code == 201 and response.json()["pair"] == pair.pk and response.json()["state"] == "queued"
