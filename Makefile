@@ -32,6 +32,8 @@ bench:
 	scripts/bootstrap.sh dev,cpu
 	scripts/bootstrap_hub.sh
 	HF_HUB_DISABLE_PROGRESS_BARS=1 $(PY) -m bench.gate
+	HF_HUB_DISABLE_PROGRESS_BARS=1 $(PY) -m bench.certify
+	DEBUG=0 SECRET_KEY=bench $(PY) -m bench.listing
 
 ## hub: serve the toy zoo through olah on http://127.0.0.1:8090 (HF_ENDPOINT for huggingface_hub)
 hub:

@@ -7,7 +7,7 @@ from typing import Any
 import django_filters
 from django.db.models import F, Q, QuerySet
 
-from registry.models import Method, Pair, Verdict
+from registry.models import HubModel, Method, Pair, Verdict
 
 SORTS = {
     "newest": [F("created_at").desc(), F("id").desc()],
@@ -34,9 +34,10 @@ class PairFilter(django_filters.FilterSet):
         fields: list[str] = []
 
     def filter_search(self, queryset: QuerySet[Pair], name: str, value: str) -> QuerySet[Pair]:
-        return queryset.filter(
-            Q(draft__repo_id__icontains=value) | Q(verifier__repo_id__icontains=value) | Q(verifier__family__icontains=value)
-        )
+        # Matching models first lets PostgreSQL use the pair's foreign-key indexes (an OR across
+        # two joins would scan every pair).
+        models = HubModel.objects.filter(repo_id__icontains=value).values("id")  # the family has its own filter
+        return queryset.filter(Q(draft_id__in=models) | Q(verifier_id__in=models))
 
     def filter_sort(self, queryset: QuerySet[Pair], name: str, value: str) -> QuerySet[Pair]:
         return queryset.order_by(*SORTS.get(value, SORTS["newest"]))

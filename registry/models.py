@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import F
 
 from registry.states import FINAL_STATES, RunState
 from registry.validation import validate_repo_id, validate_sha
@@ -93,6 +94,9 @@ class Pair(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The catalog's default sort, read from an index instead of sorting every pair. The
+        # NULLS LAST sorts are indexed in migration 0005, on PostgreSQL only (SQLite cannot).
+        indexes = [models.Index(F("created_at").desc(), F("id").desc(), name="pair_newest")]
 
     def __str__(self) -> str:
         draft = self.draft.repo_id if self.draft else self.method

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry.api import serializers as s
+from registry.api.pagination import IdsFirstPagination
 from registry.api.renderers import CsvRenderer
 from registry.filters import PairFilter
 from registry.models import CertificationRun, HubModel, Pair
@@ -36,6 +37,7 @@ class PairList(generics.ListAPIView[Pair]):
     min_speedup) and sorts (sort=newest|speedup|al)."""
 
     serializer_class = s.PairOut
+    pagination_class = IdsFirstPagination
     filter_backends = [DjangoFilterBackend]
     filterset_class = PairFilter
     queryset = pairs_list()

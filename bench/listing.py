@@ -1,0 +1,130 @@
+"""Benchmark: the API pair list over 10k pairs and 100k runs in PostgreSQL (targets: p95 ≤ 25 ms, ≤ 6 queries).
+
+It creates (or reuses) a database `spechub_bench` on the server in DATABASE_URL,
+fills it once, then times `GET /api/v1/pairs/` in-process for several pages,
+filters and sorts, counting queries for each. Run: `python -m bench.listing`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+PAIRS, RUNS, REQUESTS = 10_000, 100_000, 300
+QUERIES = [
+    {},
+    {"page": "200"},
+    {"sort": "speedup"},
+    {"sort": "al", "verdict": "certified"},
+    {"min_speedup": "1.2", "method": "eagle3"},
+    {"q": "draft-77", "hardware": "h100"},
+]
+
+
+def use_bench_database() -> None:
+    import psycopg
+
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/spechub")
+    parts = urlsplit(base)
+    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = 'spechub_bench'").fetchone():
+            admin.execute("CREATE DATABASE spechub_bench")
+    os.environ["DATABASE_URL"] = urlunsplit(parts._replace(path="/spechub_bench"))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    import django
+
+    django.setup()
+
+
+def sha(number: int) -> str:
+    return f"{number:040x}"
+
+
+def fill() -> None:
+    from django.core.management import call_command
+    from django.db import connection
+    from django.utils import timezone
+
+    from registry.models import CertificationRun, HubModel, Method, Pair
+
+    call_command("migrate", verbosity=0)
+    if Pair.objects.count() >= PAIRS:
+        return
+    rng = random.Random(0)  # noqa: S311 - test data, not security
+    verifiers = HubModel.objects.bulk_create(
+        [
+            HubModel(repo_id=f"org/verifier-{i}", sha=sha(i), role="verifier", family=rng.choice(["llama", "qwen3", "gpt-oss"]))
+            for i in range(50)
+        ]
+    )
+    drafts = HubModel.objects.bulk_create(
+        [HubModel(repo_id=f"org/draft-{i}", sha=sha(10_000 + i), role="draft") for i in range(PAIRS)]
+    )
+    methods = [Method.DRAFT_MODEL, Method.EAGLE3]
+    pairs = Pair.objects.bulk_create(
+        [
+            Pair(
+                verifier=rng.choice(verifiers), draft=draft, method=rng.choice(methods), num_speculative_tokens=4,
+                identity=f"{i:064x}", verdict=rng.choice(["certified", "provisional", "failed", ""]),
+                speedup=rng.uniform(0.5, 2.5), mean_acceptance_length=rng.uniform(1, 5), hardware=rng.choice(["cpu", "h100"]),
+            )
+            for i, draft in enumerate(drafts)
+        ],
+        batch_size=2000,
+    )  # fmt: skip
+    now = timezone.now()
+    CertificationRun.objects.bulk_create(
+        [
+            CertificationRun(pair=rng.choice(pairs), engine="vllm", hardware="cpu", state="finished", finished_at=now)
+            for _ in range(RUNS)
+        ],
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:  # planner statistics, as autovacuum would gather on a live database
+        cursor.execute("ANALYZE")
+
+
+def measure() -> None:
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    timings: list[float] = []
+    queries: dict[str, int] = {}
+    for number in range(REQUESTS):
+        query = QUERIES[number % len(QUERIES)]
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            response = client.get("/api/v1/pairs/", query)
+            timings.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.content[:300]
+        queries[str(query)] = len(captured)
+    timings.sort()
+    p95 = timings[int(len(timings) * 0.95)]
+    print(
+        f"pairs {PAIRS}, runs {RUNS}: GET /api/v1/pairs/ over {REQUESTS} requests: median {statistics.median(timings):.1f} ms, "
+        f"p95 {p95:.1f} ms (target <= 25 ms): {'OK' if p95 <= 25 else 'OVER TARGET'}"
+    )
+    print(
+        f"queries per request by query: {queries} (target: constant, <= 6): "
+        f"{'OK' if max(queries.values()) <= 6 and len(set(queries.values())) == 1 else 'OVER TARGET'}"
+    )
+
+
+def main() -> int:
+    use_bench_database()
+    started = time.perf_counter()
+    fill()
+    print(f"database ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    measure()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
