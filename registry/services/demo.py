@@ -11,10 +11,12 @@ from pathlib import Path
 from django.db import transaction
 
 from registry.formats import Report, tokenizer_hash
-from registry.models import HubModel, Pair, Role
+from registry.models import CertificationRun, HubModel, Pair, Role
 from registry.repos import LocalRepo, gate_check
 from registry.services.gate import pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
+from registry.services.runs import run_create
+from registry.states import RunState
 from zoo import ORG
 from zoo.localhub import build_mirrors, git_sha
 from zoo.pairs import ZOO_PAIRS
@@ -96,3 +98,15 @@ def _judge_locally(pair: Pair, org: Path) -> Report:
         k=pair.num_speculative_tokens,
         options=pair.options,
     )
+
+
+def demo_certify(*, pairs: list[Pair], limit: int | None = None) -> list[CertificationRun]:
+    """Certify, one after another, the pairs that have no finished run yet; tasks run in-process here."""
+    runs = []
+    for pair in [p for p in pairs if not p.runs.filter(state=RunState.FINISHED).exists()][:limit]:
+        with transaction.atomic():
+            run = run_create(pair=pair, hardware="cpu")
+        run.refresh_from_db()  # the in-process task ran when the transaction committed
+        run.pair.refresh_from_db()
+        runs.append(run)
+    return runs

