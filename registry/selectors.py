@@ -6,12 +6,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Case, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from registry.filters import PairFilter, filtered_pairs
 from registry.models import CertificationRun, HubModel, Pair, Role, Submission
-from registry.states import RunState
+from registry.states import FINAL_STATES, RunState
 from workers.spec import ModelRef, Plan, RunSpec, Thresholds
 
 
@@ -206,3 +206,13 @@ def submission_quota(*, user: Any) -> dict[str, int | str]:
     since = timezone.now() - timedelta(seconds=seconds)
     used = Submission.objects.filter(submitted_by=user, created_at__gte=since).count()
     return {"used": used, "limit": int(count), "period": period}
+
+
+def runs_queue() -> QuerySet[CertificationRun]:
+    """Return runs, those still going first (oldest first, as the queue serves them), then the rest newest first."""
+    going = Case(When(state__in=[s.value for s in FINAL_STATES], then=Value(1)), default=Value(0))
+    return (
+        CertificationRun.objects.select_related("pair__verifier", "pair__draft")
+        .annotate(finished=going)
+        .order_by("finished", "-created_at", "-id")
+    )

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.catalog, name="catalog"),
     path("healthz", views.healthz, name="healthz"),
     path("pairs/<int:pk>/", views.pair_detail, name="pair"),
+    path("runs/", views.queue, name="queue"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("submit/", views.submit, name="submit"),
     path("matrix/", views.matrix, name="matrix"),

@@ -12,7 +12,14 @@ from registry import charts
 from registry.forms import SubmissionForm
 from registry.health import health_report
 from registry.models import CertificationRun, Pair
-from registry.selectors import catalog_choices, compatibility_matrix, pair_page, pairs_filtered, submission_quota
+from registry.selectors import (
+    catalog_choices,
+    compatibility_matrix,
+    pair_page,
+    pairs_filtered,
+    runs_queue,
+    submission_quota,
+)
 from registry.services.submissions import submission_create
 from workers.errors import ERRORS, RunError
 
@@ -46,6 +53,13 @@ def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
         break_even=page["throughput"].get("break_even_concurrency"),
     )
     return render(request, "registry/pair.html", page)
+
+
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    """Runs still going first, then the most recent ones, with state, stage and progress."""
+    page = Paginator(runs_queue(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "registry/queue.html", {"page": page})
 
 
 @require_GET

@@ -107,3 +107,24 @@ def test_the_run_page_shows_progress_and_on_failure_what_to_do(certified_pair):
 def test_unknown_pages_are_404():
     assert Client().get("/pairs/999999/").status_code == 404
     assert Client().get("/runs/999999/").status_code == 404
+
+
+def test_the_queue_lists_runs_still_going_first(certified_pair):
+    pair, _ = certified_pair
+    going = RunFactory.create(pair=pair, state=RunState.QUEUED)
+    newer = RunFactory.create(pair=pair, state=RunState.FINISHED)
+    page = Client().get("/runs/").content.decode()
+    assert page.index(f"#{going.pk}<") < page.index(f"#{newer.pk}<")
+
+
+def test_the_queue_says_when_it_is_empty():
+    assert "No certification has been queued yet" in Client().get("/runs/").content.decode()
+
+
+def test_the_run_api_gives_state_progress_and_the_verdict(certified_pair):
+    from rest_framework.test import APIClient
+
+    _, run = certified_pair
+    body = APIClient().get(f"/api/v1/runs/{run.pk}/").json()
+    assert (body["state"], body["verdict"]["verdict"]) == ("finished", "failed")
+    assert [r["category"] for r in body["results"]] == ["math"]

@@ -54,6 +54,7 @@ class Command(BaseCommand):
             SPECHUB_HUB_CACHE=str(settings.SPECHUB_HUB_CACHE),
             SPECHUB_BASELINE_CACHE=str(Path(settings.VAR_DIR) / "baselines"),
             HF_HUB_DISABLE_PROGRESS_BARS="1",
+            VLLM_LOGGING_LEVEL=os.environ.get("VLLM_LOGGING_LEVEL", "WARNING"),
         )
         self.stdout.write(f"The toy zoo is served through olah at {hub.endpoint}.")
 
