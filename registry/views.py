@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -52,6 +54,7 @@ def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
         bound=page["throughput"].get("theoretical_bound"),
         break_even=page["throughput"].get("break_even_concurrency"),
     )
+    page["environment_json"] = json.dumps(page["environment"], indent=2, sort_keys=True)
     return render(request, "registry/pair.html", page)
 
 
