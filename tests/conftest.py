@@ -26,5 +26,13 @@ def local_hub():
 
 
 @pytest.fixture
+def hub_settings(settings, local_hub, tmp_path):
+    """Point the registry's Hub reads (the gate, submissions) at olah for one test."""
+    settings.SPECHUB_HUB_ENDPOINT = local_hub.endpoint
+    settings.SPECHUB_HUB_CACHE = tmp_path / "hub-cache"
+    return local_hub
+
+
+@pytest.fixture
 def hub_client(local_hub, tmp_path):
     return HubClient(endpoint=local_hub.endpoint, cache_dir=tmp_path / "hub-cache", backoff=0.05)

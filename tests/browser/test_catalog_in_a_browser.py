@@ -10,17 +10,15 @@ from django.contrib.auth.models import User
 from registry.models import Pair
 from registry.services.demo import demo_catalog_load
 from tests.registry.test_catalog_filters import finish
-from tests.support.processes import ROOT, start_worker
+from tests.support.processes import ROOT, certifying_worker_env, start_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORG = "spechub-toy"
 
 
 @pytest.fixture
-def hub(settings, local_hub, tmp_path):
-    settings.SPECHUB_HUB_ENDPOINT = local_hub.endpoint
-    settings.SPECHUB_HUB_CACHE = tmp_path / "hub-cache"
-    return local_hub
+def hub(hub_settings):
+    return hub_settings
 
 
 def sign_in(page: Any, base: str) -> None:
@@ -81,14 +79,7 @@ def test_submitting_a_broken_draft_shows_the_gates_reason(page, live_server, hub
 
 @pytest.mark.engine
 def test_a_good_submission_is_certified_by_a_real_worker_while_the_page_watches(page, live_server, hub, tmp_path):
-    env = {
-        "HF_ENDPOINT": hub.endpoint,
-        "SPECHUB_HUB_CACHE": str(tmp_path / "worker-hub"),
-        "SPECHUB_BASELINE_CACHE": str(tmp_path / "baselines"),
-        "SPECHUB_HEARTBEAT_SECONDS": "2",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-    }
-    worker = start_worker("worker-cpu", tmp_path, **env)
+    worker = start_worker("worker-cpu", tmp_path, **certifying_worker_env(hub.endpoint, tmp_path))
     try:
         sign_in(page, live_server.url)
         page.fill("input[name=repo_id]", f"{ORG}/llama-draft-1l")

@@ -15,9 +15,8 @@ ORG = "spechub-toy"
 
 
 @pytest.fixture(autouse=True)
-def hub(settings, local_hub, tmp_path):
-    settings.SPECHUB_HUB_ENDPOINT = local_hub.endpoint
-    settings.SPECHUB_HUB_CACHE = tmp_path / "hub-cache"
+def hub(hub_settings):
+    return hub_settings
 
 
 @pytest.fixture

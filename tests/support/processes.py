@@ -93,6 +93,17 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def certifying_worker_env(hub_endpoint: str, tmp_path: Path) -> dict[str, str]:
+    """Return the environment of a worker that certifies with the real stages against the local Hub."""
+    return {
+        "HF_ENDPOINT": hub_endpoint,
+        "SPECHUB_HUB_CACHE": str(tmp_path / "worker-hub-cache"),
+        "SPECHUB_BASELINE_CACHE": str(tmp_path / "baselines"),
+        "SPECHUB_HEARTBEAT_SECONDS": "2",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    }
+
+
 def start_worker(service: str, tmp_path: Path, **env: str) -> Process:
     """Start the compose service's worker command against the test database."""
     args = [*compose_command(service), "-n", f"{service}-{uuid.uuid4().hex[:6]}@%h"]

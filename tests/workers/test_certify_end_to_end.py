@@ -12,7 +12,7 @@ from registry.models import CertificationRun, WorkloadCategory
 from registry.services.demo import demo_catalog_load
 from registry.services.runs import run_create
 from registry.states import RunState
-from tests.support.processes import ROOT, start_worker, wait_until
+from tests.support.processes import ROOT, certifying_worker_env, start_worker, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 
@@ -20,14 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(local_hub, tmp_path):
     pairs = demo_catalog_load(zoo_dir=ROOT / "zoo" / "models")
     pair = next(p for p in pairs if p.draft and p.draft.repo_id.endswith("llama-draft-1l"))
-    env = {
-        "HF_ENDPOINT": local_hub.endpoint,
-        "SPECHUB_HUB_CACHE": str(tmp_path / "hub"),
-        "SPECHUB_BASELINE_CACHE": str(tmp_path / "baselines"),
-        "SPECHUB_HEARTBEAT_SECONDS": "2",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-    }
-    worker = start_worker("worker-cpu", tmp_path, **env)
+    worker = start_worker("worker-cpu", tmp_path, **certifying_worker_env(local_hub.endpoint, tmp_path))
     try:
         with transaction.atomic():
             run = run_create(pair=pair, hardware="cpu")

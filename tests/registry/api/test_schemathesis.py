@@ -15,12 +15,10 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_app
 
 
 @pytest.fixture
-def token(db, settings, local_hub, tmp_path):
+def token(db, hub_settings):  # generated repo ids are then simply not found on olah
     # Like Django's test client: a request must not close the test's connection mid-transaction.
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
-    settings.SPECHUB_HUB_ENDPOINT = local_hub.endpoint  # generated repo ids are then simply not found
-    settings.SPECHUB_HUB_CACHE = tmp_path / "hub-cache"
     user, _ = User.objects.get_or_create(username="fuzzer", defaults={"is_staff": True})
     yield Token.objects.get_or_create(user=user)[0].key
     request_started.connect(close_old_connections)
