@@ -137,20 +137,23 @@ class HubClient:
     def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]:
         """Read the named small tensors with HTTP range requests; other tensors are never fetched."""
         found: dict[str, TensorData] = {}
+        header_lengths: dict[str, int] = {}  # one 8-byte read per file, however many tensors it holds
         for name in names:
             filename = meta.tensor_file(name)
             if filename is not None:
-                found[name] = self._tensor(meta, filename, name)
+                found[name] = self._tensor(meta, filename, name, header_lengths)
         return found
 
-    def _tensor(self, meta: RepoMetadata, filename: str, name: str) -> TensorData:
+    def _tensor(self, meta: RepoMetadata, filename: str, name: str, header_lengths: dict[str, int]) -> TensorData:
         info = meta.safetensors[filename][name]
         span = tensor_span(info)
         if isinstance(span, TensorData):
             return span
         url = hf_hub_url(meta.repo_id, filename, revision=meta.sha, endpoint=self.endpoint)
-        (header_length,) = struct.unpack("<Q", self._call(lambda: self._range(url, 0, 8), meta.repo_id, meta.sha))
-        start, end = 8 + header_length + span[0], 8 + header_length + span[1]
+        if filename not in header_lengths:
+            prefix = self._call(lambda: self._range(url, 0, 8), meta.repo_id, meta.sha)
+            header_lengths[filename] = struct.unpack("<Q", prefix)[0]
+        start, end = 8 + header_lengths[filename] + span[0], 8 + header_lengths[filename] + span[1]
         raw = self._call(lambda: self._range(url, start, end), meta.repo_id, meta.sha)
         return decode_tensor(info, raw)
 

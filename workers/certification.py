@@ -266,20 +266,23 @@ def _reference_greedy(bench: Workbench) -> dict[str, Any]:
 
 
 def _sampling_tests(bench: Workbench) -> list[dict[str, Any]]:
-    from workers.exact import next_token_distribution
+    from workers.exact import next_token_distributions
 
-    tests = []
-    temperature = bench.spec.plan.sampling_temperature
-    for index, prefix in enumerate(sampling_prefixes(bench)):
-        samples = bench.speculative["samples"].get(str(index), [])
-        firsts = Counter(s[0] for s in samples if len(s) == 2)
-        if not firsts:
-            continue
-        first, _ = firsts.most_common(1)[0]
-        seconds = [s[1] for s in samples if len(s) == 2 and s[0] == first]
-        exact = next_token_distribution(bench.paths["verifier"], [*prefix, first], temperature, bench.spec.plan.dtype)
-        tests.append({"prefix": index, "given_first_token": first, **metrics.chi_square_test(seconds, exact)})
-    return tests
+    probes = []  # (prefix index, most common first token, the second tokens that followed it)
+    for index, _ in enumerate(sampling_prefixes(bench)):
+        samples = [s for s in bench.speculative["samples"].get(str(index), []) if len(s) == 2]
+        if samples:
+            first, _ = Counter(s[0] for s in samples).most_common(1)[0]
+            probes.append((index, first, [s[1] for s in samples if s[0] == first]))
+    prefixes = sampling_prefixes(bench)
+    plan = bench.spec.plan
+    exact = next_token_distributions(
+        bench.paths["verifier"], [[*prefixes[i], first] for i, first, _ in probes], plan.sampling_temperature, plan.dtype
+    )
+    return [
+        {"prefix": index, "given_first_token": first, **metrics.chi_square_test(seconds, distribution)}
+        for (index, first, seconds), distribution in zip(probes, exact, strict=True)
+    ]
 
 
 def throughput(bench: Workbench, report: Tick) -> dict[str, Any]:

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 
-def next_token_distribution(
-    verifier: Path | str, prefix: list[int], temperature: float, dtype: str = "float32"
-) -> dict[int, float]:
-    """Return {token: probability} of the token after `prefix`, at `temperature`."""
+def next_token_distributions(
+    verifier: Path | str, prefixes: list[list[int]], temperature: float, dtype: str = "float32"
+) -> list[dict[int, float]]:
+    """Return {token: probability} of the token after each prefix, at `temperature`; the model loads once."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -17,7 +17,18 @@ def next_token_distribution(
     model: Any = AutoModelForCausalLM.from_pretrained(
         verifier, dtype=getattr(torch, dtype), use_safetensors=True, trust_remote_code=False
     )
+    model = model.to(device)
+    found = []
     with torch.inference_mode():
-        logits = model.to(device)(torch.tensor([prefix], device=device)).logits[0, -1].float()
-    probabilities = torch.softmax(logits / temperature, dim=-1).cpu().tolist()
-    return {token: p for token, p in enumerate(probabilities) if p > 0}
+        for prefix in prefixes:
+            logits = model(torch.tensor([prefix], device=device)).logits[0, -1].float()
+            probabilities = torch.softmax(logits / temperature, dim=-1).cpu().tolist()
+            found.append({token: p for token, p in enumerate(probabilities) if p > 0})
+    return found
+
+
+def next_token_distribution(
+    verifier: Path | str, prefix: list[int], temperature: float, dtype: str = "float32"
+) -> dict[int, float]:
+    """Return {token: probability} of the token after `prefix`, at `temperature`."""
+    return next_token_distributions(verifier, [prefix], temperature, dtype)[0]
