@@ -1,9 +1,22 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _install_schedules(sender: AppConfig, **kwargs: Any) -> None:
+    from registry.services.schedules import schedules_install
+
+    schedules_install()
 
 
 class RegistryConfig(AppConfig):
     name = "registry"
     verbose_name = "SpecHub registry"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Beat reads its schedule from the database: every migrate keeps it current with the settings.
+        post_migrate.connect(_install_schedules, sender=self)

@@ -25,6 +25,10 @@ def celery_config() -> dict[str, object]:
         # Sweep for a lost worker's messages every N seconds (kombu's default is ~100 s).
         "unacked_restore_interval": settings.CELERY_UNACKED_RESTORE_SECONDS,
         "unacked_restore_throttle": 1,
+        # Honour message priorities (0 first, 9 last): re-certifications wait behind submissions.
+        "priority_steps": list(range(10)),
+        "sep": ":",
+        "queue_order_strategy": "priority",
     }
     if settings.CELERY_BROKER_KEY_PREFIX:
         transport["global_keyprefix"] = settings.CELERY_BROKER_KEY_PREFIX
@@ -54,4 +58,4 @@ def celery_config() -> dict[str, object]:
 
 # Lazily: settings are read only when Celery first needs its configuration.
 app.add_defaults(celery_config)
-app.autodiscover_tasks(["workers"])
+app.autodiscover_tasks(["workers", "registry"])

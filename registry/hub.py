@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import httpx2
 from huggingface_hub import (
+    CommitOperationAdd,
     HfApi,
     get_session,
     hf_hub_download,
@@ -133,6 +134,26 @@ class HubClient:
             problems=problems,
             unsafe_files=unsafe,
         )
+
+    def open_pr(self, repo_id: str, path_in_repo: str, data: bytes, title: str, description: str) -> str:
+        """Propose adding one file to repo_id's main branch as a pull request; return the PR's URL.
+
+        Not retried: a commit that reached the server but lost its answer must not open a second PR.
+        """
+        check_filename(path_in_repo)
+        try:
+            commit = self.api.create_commit(
+                repo_id=repo_id,
+                repo_type="model",
+                operations=[CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=data)],
+                commit_message=title,
+                commit_description=description,
+                revision="main",
+                create_pr=True,
+            )
+        except Exception as exc:
+            raise classify(exc, repo_id, "main") from exc
+        return str(commit.pr_url or commit.commit_url)
 
     def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]:
         """Read the named small tensors with HTTP range requests; other tensors are never fetched."""

@@ -91,6 +91,8 @@ class Pair(models.Model):
     mean_acceptance_length = models.FloatField(null=True, blank=True)
     hardware = models.CharField(max_length=32, blank=True)
     engine_version = models.CharField(max_length=64, blank=True)
+    # Set when a certification measured less than the previous one of the same lineage.
+    regressed = models.BooleanField(default=False, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -137,6 +139,15 @@ class RunTrigger(models.TextChoices):
     SUBMISSION = "submission"
     SCHEDULE = "schedule"
     MANUAL = "manual"
+    ENGINE_CHANGE = "engine_change"
+    EXPIRY = "expiry"
+
+
+class Priority(models.IntegerChoices):
+    """Celery message priorities on Redis, where 0 is served first."""
+
+    NORMAL = 0
+    LOW = 9
 
 
 class CertificationRun(models.Model):
@@ -152,6 +163,9 @@ class CertificationRun(models.Model):
     hardware = models.CharField(max_length=32)
     trigger = models.CharField(max_length=16, choices=RunTrigger.choices, default=RunTrigger.MANUAL)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
+    # When the broker last took the run's message; null while no dispatch has succeeded.
+    dispatched_at = models.DateTimeField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
     stage = models.CharField(max_length=32, blank=True)
     progress = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(100)])
@@ -212,20 +226,118 @@ class Verdict(models.TextChoices):
 
 
 class Certificate(models.Model):
-    """The signed outcome of one run."""
+    """The signed outcome of one run. `document` is the exact signed file; the other fields index it."""
 
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="certificates")
     run = models.OneToOneField(CertificationRun, on_delete=models.PROTECT, related_name="certificate")
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
     thresholds = models.JSONField(default=dict)
     digest = models.CharField(max_length=64)
+    key_id = models.CharField(max_length=16, default="")
     signature = models.TextField()
+    document = models.TextField(default="")
     issued_at = models.DateTimeField()
-    expires_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+    # When the expiry sweep saw it lapse; the signed verdict itself never changes.
+    expired_at = models.DateTimeField(null=True, blank=True)
     reproduce = models.TextField(blank=True)
+    # The pull request that published it on the draft's Hub repo, when publishing is on.
+    hub_pr_url = models.URLField(max_length=500, blank=True)
 
     class Meta:
-        ordering = ["-issued_at"]
+        ordering = ["-issued_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.verdict} certificate for pair {self.pair_id}"
+
+
+class Regression(models.Model):
+    """A certification that measured a headline figure below the previous one of its lineage."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="regressions")
+    run = models.ForeignKey(CertificationRun, on_delete=models.CASCADE, related_name="regressions")
+    previous_run = models.ForeignKey(CertificationRun, on_delete=models.CASCADE, related_name="+")
+    metric = models.CharField(max_length=32)
+    previous = models.FloatField()
+    current = models.FloatField()
+    relative_change = models.FloatField()
+    detected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "metric"], name="regression_unique_per_metric")]
+        ordering = ["-detected_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.previous:.3g} → {self.current:.3g} on run {self.run_id}"
+
+
+class EngineBuild(models.Model):
+    """An engine version a worker reported for a hardware class it serves."""
+
+    hardware = models.CharField(max_length=32)
+    engine = models.CharField(max_length=32)
+    version = models.CharField(max_length=64)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(auto_now=True)
+    reported_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hardware", "engine", "version"], name="engine_build_unique")]
+        ordering = ["-last_seen_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.engine} {self.version} on {self.hardware}"
+
+
+class WebhookEvent(models.TextChoices):
+    CERTIFIED = "pair.certified"
+    REGRESSED = "pair.regressed"
+    EXPIRED = "certificate.expired"
+
+
+class WebhookEndpoint(models.Model):
+    """Where a user wants events about the pairs they own sent, and the secret that signs them."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=128)
+    events = models.JSONField(default=list, blank=True)  # empty: every event
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"webhook {self.pk} → {self.url}"
+
+
+class DeliveryState(models.TextChoices):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class WebhookDelivery(models.Model):
+    """One event for one endpoint; retried with backoff until delivered or out of attempts."""
+
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=32, choices=WebhookEvent.choices)
+    # One delivery per endpoint and subject, however often the event is raised.
+    dedupe_key = models.CharField(max_length=100)
+    body = models.TextField()
+    state = models.CharField(max_length=16, choices=DeliveryState.choices, default=DeliveryState.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["endpoint", "dedupe_key"], name="delivery_unique_per_subject")]
+        indexes = [models.Index(fields=["state", "next_attempt_at"], name="delivery_due")]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.event} to endpoint {self.endpoint_id} ({self.state})"

@@ -10,7 +10,7 @@ from django.db.models import Case, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from registry.filters import PairFilter, filtered_pairs
-from registry.models import CertificationRun, HubModel, Pair, Role, Submission
+from registry.models import CertificationRun, HubModel, Pair, Role, Submission, WebhookEndpoint
 from registry.states import FINAL_STATES, RunState
 from workers.spec import ModelRef, Plan, RunSpec, Thresholds
 
@@ -194,6 +194,9 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "environment": run.environment if run else {},
         "history": list(pair.runs.order_by("-created_at", "-id")[:50]),
         "gate": pair.compatibility or {},
+        "certificate": pair.certificates.first(),
+        "regressions": list(pair.regressions.select_related("previous_run__pair__draft")),
+        "rtol_percent": round(settings.SPECHUB_REGRESSION_RTOL * 100, 2),
     }
 
 
@@ -214,3 +217,49 @@ def runs_queue() -> QuerySet[CertificationRun]:
         .annotate(finished=going)
         .order_by("finished", "-created_at", "-id")
     )
+
+
+# The headline figures regressions are judged on, read from a finished run's result document.
+HEADLINE_METRICS = ("mean_acceptance_length", "speedup")
+
+
+def run_headline(*, run: CertificationRun) -> dict[str, float | None]:
+    """Return a finished run's AL and its speedup at concurrency 1 (None where not measured)."""
+    stages = (run.result or {}).get("stages", {})
+    return {
+        "mean_acceptance_length": stages.get("speculative", {}).get("acceptance", {}).get("mean_acceptance_length"),
+        "speedup": stages.get("throughput", {}).get("levels", {}).get("1", {}).get("speedup"),
+    }
+
+
+def previous_lineage_run(*, run: CertificationRun) -> CertificationRun | None:
+    """Return the certification before `run` of the same draft and verifier repos, method and k, on the same hardware.
+
+    Revisions are deliberately not part of the lineage: a new draft revision is compared with the old one.
+    """
+    pair = run.pair
+    return (
+        CertificationRun.objects.filter(
+            state=RunState.FINISHED,
+            hardware=run.hardware,
+            pair__verifier__repo_id=pair.verifier.repo_id,
+            pair__draft__repo_id=pair.draft.repo_id if pair.draft else None,
+            pair__method=pair.method,
+            pair__num_speculative_tokens=pair.num_speculative_tokens,
+            finished_at__lt=run.finished_at,
+        )
+        .exclude(pk=run.pk)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+
+
+def pair_owner(*, pair: Pair) -> Any:
+    """Return the user whose submission first produced the pair, or None for pairs SpecHub added itself."""
+    submission = pair.submissions.filter(submitted_by__isnull=False).order_by("created_at", "id").first()
+    return submission.submitted_by if submission else None
+
+
+def webhooks_of(*, owner: Any) -> QuerySet[WebhookEndpoint]:
+    """Return the owner's webhook endpoints, newest first."""
+    return WebhookEndpoint.objects.filter(owner=owner).order_by("-created_at", "-id")

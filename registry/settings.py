@@ -165,6 +165,41 @@ SPECHUB_HUB_ENDPOINT = env_url("HF_ENDPOINT", schemes={"http", "https"}) or "htt
 SPECHUB_HUB_TIMEOUT = env_int("SPECHUB_HUB_TIMEOUT", 30, minimum=1)
 SPECHUB_HUB_CACHE = Path(env_str("SPECHUB_HUB_CACHE", str(VAR_DIR / "hub-cache")))
 
+# --- Certificates, schedules, alerts -----------------------------------------
+# The Ed25519 signing key as a base64 32-byte seed (`python -c "from registry.certificates import
+# new_seed; print(new_seed())"`). Unset, a key is made once in SPECHUB_SIGNING_KEY_FILE (local use).
+SPECHUB_SIGNING_KEY = env_str("SPECHUB_SIGNING_KEY", "")
+if SPECHUB_SIGNING_KEY:
+    from registry.certificates import private_key_from_seed
+
+    try:
+        private_key_from_seed(SPECHUB_SIGNING_KEY)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"SPECHUB_SIGNING_KEY {exc}; it must be a base64 Ed25519 seed of 32 bytes.") from None
+SPECHUB_SIGNING_KEY_FILE = Path(env_str("SPECHUB_SIGNING_KEY_FILE", str(VAR_DIR / "signing-key")))
+SPECHUB_CERTIFICATE_DAYS = env_int("SPECHUB_CERTIFICATE_DAYS", 90, minimum=1)
+# The nightly sweep re-certifies pairs whose certificate expires within this many days.
+SPECHUB_CERTIFICATE_RENEW_DAYS = env_int("SPECHUB_CERTIFICATE_RENEW_DAYS", 14, minimum=0)
+SPECHUB_EXPIRY_SWEEP_HOUR = env_int("SPECHUB_EXPIRY_SWEEP_HOUR", 3, minimum=0)
+# A drop in AL or speedup beyond this relative tolerance flags a regression (vLLM's CI uses 5 %).
+SPECHUB_REGRESSION_RTOL = env_float("SPECHUB_REGRESSION_RTOL", 0.05)
+# How often beat sweeps for stale runs, lost dispatches and due webhook retries, and checks engines.
+SPECHUB_SWEEP_SECONDS = env_int("SPECHUB_SWEEP_SECONDS", 60, minimum=1)
+SPECHUB_ENGINE_CHECK_SECONDS = env_int("SPECHUB_ENGINE_CHECK_SECONDS", 300, minimum=1)
+# A queued run whose dispatch never reached the broker is sent again after this long.
+SPECHUB_DISPATCH_GRACE_SECONDS = env_int("SPECHUB_DISPATCH_GRACE_SECONDS", 60, minimum=0)
+SPECHUB_WEBHOOK_MAX_ATTEMPTS = env_int("SPECHUB_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
+SPECHUB_WEBHOOK_BACKOFF_SECONDS = env_int("SPECHUB_WEBHOOK_BACKOFF_SECONDS", 30, minimum=0)
+SPECHUB_WEBHOOK_TIMEOUT = env_int("SPECHUB_WEBHOOK_TIMEOUT", 10, minimum=1)
+# Off by default: open a PR with the certificate on the draft's Hub repo (needs a write token).
+SPECHUB_HUB_PUBLISH = env_bool("SPECHUB_HUB_PUBLISH", False)
+SPECHUB_HUB_TOKEN = env_str("SPECHUB_HUB_TOKEN", "")
+if SPECHUB_HUB_PUBLISH and not SPECHUB_HUB_TOKEN:
+    raise ImproperlyConfigured("SPECHUB_HUB_PUBLISH is on but SPECHUB_HUB_TOKEN is unset; give a Hub token with write access.")
+SPECHUB_PUBLIC_URL = env_url("SPECHUB_PUBLIC_URL", schemes={"http", "https"}) or "http://127.0.0.1:8000"
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "SpecHub <certification@spechub.invalid>")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from registry.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
-from registry.models import CertificationRun, HubModel, Pair, Submission, WorkloadCategory, WorkloadResult
+from registry.models import (
+    Certificate,
+    CertificationRun,
+    HubModel,
+    Pair,
+    Regression,
+    Submission,
+    WebhookEndpoint,
+    WebhookEvent,
+    WorkloadCategory,
+    WorkloadResult,
+)
 from registry.validation import validate_repo_id, validate_revision
 
 
@@ -67,19 +80,72 @@ class PairOut(serializers.ModelSerializer[Pair]):
         model = Pair
         fields = [
             "id", "verifier", "draft", "method", "num_speculative_tokens", "options", "created_at",
-            "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version", "latest_run",
+            "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version", "latest_run", "regressed",
         ]  # fmt: skip
+
+
+class CertificateOut(serializers.ModelSerializer[Certificate]):
+    download = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Certificate
+        fields = [
+            "id", "pair", "run", "verdict", "thresholds", "digest", "key_id", "issued_at", "expires_at", "expired_at",
+            "reproduce", "hub_pr_url", "download",
+        ]  # fmt: skip
+
+    def get_download(self, certificate: Certificate) -> str:
+        """The exact signed file, for `manage.py verify_certificate`."""
+        return reverse("api-certificate-download", args=[certificate.pk])
+
+
+class RegressionOut(serializers.ModelSerializer[Regression]):
+    class Meta:
+        model = Regression
+        fields = ["id", "run", "previous_run", "metric", "previous", "current", "relative_change", "detected_at"]
 
 
 class PairDetailOut(PairOut):
     latest_run = serializers.SerializerMethodField()
+    certificate = serializers.SerializerMethodField()
+    regressions = RegressionOut(many=True, read_only=True)
 
     class Meta(PairOut.Meta):
-        fields = [*PairOut.Meta.fields, "compatibility", "format_metadata", "latest_run"]
+        fields = [*PairOut.Meta.fields, "compatibility", "format_metadata", "latest_run", "certificate", "regressions"]
 
     def get_latest_run(self, pair: Pair) -> dict[str, Any] | None:
         run = pair.runs.order_by("-created_at", "-id").first()
         return RunOut(run).data if run else None
+
+    @extend_schema_field(CertificateOut(allow_null=True))
+    def get_certificate(self, pair: Pair) -> dict[str, Any] | None:
+        certificate = pair.certificates.first()
+        return CertificateOut(certificate).data if certificate else None
+
+
+class PublicKeyOut(serializers.Serializer[dict[str, Any]]):
+    algorithm = serializers.CharField()
+    key_id = serializers.CharField()
+    public_key_pem = serializers.CharField()
+
+
+class WebhookIn(serializers.Serializer[dict[str, Any]]):
+    url = serializers.URLField(max_length=500, help_text="Where events are POSTed (http or https).")
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=WebhookEvent.choices), required=False, default=list,
+        help_text="Events to receive; empty or omitted means every event.",
+    )  # fmt: skip
+
+
+class WebhookOut(serializers.ModelSerializer[WebhookEndpoint]):
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["id", "url", "events", "active", "created_at"]
+
+
+class WebhookCreatedOut(WebhookOut):
+    class Meta(WebhookOut.Meta):
+        fields = [*WebhookOut.Meta.fields, "secret"]
 
 
 class CompatibilityIn(serializers.Serializer[dict[str, Any]]):

@@ -16,4 +16,8 @@ urlpatterns = [
     path("compatibility/", views.Compatibility.as_view(), name="api-compatibility"),
     path("recommendations/", views.Recommendations.as_view(), name="api-recommendations"),
     path("export/", views.Export.as_view(), name="api-export"),
+    path("certificates/public-key/", views.PublicKey.as_view(), name="api-public-key"),
+    path("certificates/<int:pk>/", views.CertificateDetail.as_view(), name="api-certificate"),
+    path("certificates/<int:pk>/download/", views.certificate_download, name="api-certificate-download"),
+    path("webhooks/", views.Webhooks.as_view(), name="api-webhooks"),
 ]

