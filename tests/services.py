@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
+from registry.certificates import new_seed
 from zoo.localhub import free_port
 
 __all__ = ["free_port"]
@@ -86,6 +87,8 @@ def pytest_load_initial_conftests(
         os.environ["CELERY_BROKER_URL"] = _servers.start_redis()
     # A private key space, so leftover messages on a shared Redis never reach this session.
     os.environ["CELERY_BROKER_KEY_PREFIX"] = f"spechub-test-{uuid.uuid4().hex[:8]}:"
+    # One signing key for the session, shared with the workers it starts.
+    os.environ.setdefault("SPECHUB_SIGNING_KEY", new_seed())
     yield
 
 

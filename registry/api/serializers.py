@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import URLValidator
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -130,7 +131,9 @@ class PublicKeyOut(serializers.Serializer[dict[str, Any]]):
 
 
 class WebhookIn(serializers.Serializer[dict[str, Any]]):
-    url = serializers.URLField(max_length=500, help_text="Where events are POSTed (http or https).")
+    url = serializers.URLField(
+        max_length=500, validators=[URLValidator(schemes=["http", "https"])], help_text="Where events are POSTed (http or https)."
+    )
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=WebhookEvent.choices), required=False, default=list,
         help_text="Events to receive; empty or omitted means every event.",

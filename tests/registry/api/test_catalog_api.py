@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from registry.models import Pair
 from registry.services.demo import demo_catalog_load
-from registry.services.runs import pair_listing_update
+from registry.services.publishing import pair_listing_update
 from registry.states import RunState
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT

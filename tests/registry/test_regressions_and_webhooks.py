@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+
+from registry import webhooks
+from registry.models import DeliveryState, Regression, Submission, WebhookDelivery, WebhookEvent
+from registry.services.notifications import pair_event_notify, webhook_deliver, webhook_endpoint_create, webhooks_deliver_due
+from tests.support.factories import HubModelFactory, PairFactory
+from tests.support.receiver import webhook_receiver
+from tests.support.runs import finish_run
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("author", email="author@example.org", password="pw")
+
+
+def owned_pair(owner, draft=None, **fields):
+    pair = PairFactory.create(**({"draft": draft} if draft else {}), **fields)
+    Submission.objects.create(
+        submitted_by=owner, repo_id=pair.draft.repo_id, revision=pair.draft.sha, pair=pair, status="accepted"
+    )
+    return pair
+
+
+def new_revision_of(pair, owner):
+    """The same draft repo and verifier at a new draft commit: a new pair of the same lineage."""
+    draft = HubModelFactory.create(repo_id=pair.draft.repo_id, role="draft")
+    return owned_pair(
+        owner, draft=draft, verifier=pair.verifier, method=pair.method, num_speculative_tokens=pair.num_speculative_tokens
+    )
+
+
+def deliver_pending():
+    for delivery in WebhookDelivery.objects.filter(state=DeliveryState.PENDING):
+        webhook_deliver(delivery_id=delivery.pk)
+
+
+def test_a_worse_draft_revision_is_flagged_and_its_owner_gets_one_signed_webhook_and_an_email(
+    db, owner, django_capture_on_commit_callbacks
+):
+    with webhook_receiver() as receiver:
+        endpoint = webhook_endpoint_create(owner=owner, url=receiver.url, events=[])
+        first = owned_pair(owner)
+        finish_run(first, al=3.0, speedup=1.5)
+        worse = new_revision_of(first, owner)
+        with django_capture_on_commit_callbacks(execute=True):  # the email goes out after commit
+            run = finish_run(worse, al=2.5, speedup=1.49)  # AL -16.7 %, speedup -0.7 % (inside the 5 % tolerance)
+        deliver_pending()
+
+    worse.refresh_from_db()
+    assert worse.regressed
+    (regression,) = Regression.objects.filter(pair=worse)
+    assert (regression.metric, regression.previous, regression.current) == ("mean_acceptance_length", 3.0, 2.5)
+    first.refresh_from_db()
+    assert regression.previous_run == first.latest_run
+    regressed = [r for r in receiver.received if r.headers["X-SpecHub-Event"] == "pair.regressed"]
+    assert len(regressed) == 1
+    hook = regressed[0]
+    assert webhooks.signature_valid(endpoint.secret, hook.headers["X-SpecHub-Signature"], hook.body, now=int(time.time()))
+    assert not webhooks.signature_valid("another secret", hook.headers["X-SpecHub-Signature"], hook.body, now=int(time.time()))
+    body = json.loads(hook.body)
+    assert body["pair"] == worse.pk and body["data"]["run"] == run.pk
+    assert body["data"]["regressions"]["mean_acceptance_length"]["previous"] == 3.0
+    assert [m.to for m in mail.outbox if "regressed" in m.subject.lower()] == [["author@example.org"]]
+
+
+def test_a_drop_within_the_tolerance_or_a_better_revision_flags_nothing(db, owner):
+    first = owned_pair(owner)
+    finish_run(first, al=3.0, speedup=1.5)
+    slightly = new_revision_of(first, owner)
+    finish_run(slightly, al=2.9, speedup=1.45)  # -3.3 % each
+    better = new_revision_of(first, owner)
+    finish_run(better, al=3.5, speedup=1.6)
+    assert not Regression.objects.exists()
+    slightly.refresh_from_db()
+    assert not slightly.regressed
+
+
+def test_regressions_compare_on_the_same_hardware_only(db, owner):
+    first = owned_pair(owner)
+    finish_run(first, al=3.0, hardware="cpu")
+    finish_run(new_revision_of(first, owner), al=1.0, hardware="gpu.h100")
+    assert not Regression.objects.exists()
+
+
+def test_the_pair_page_shows_the_regression_in_its_history(db, owner, client):
+    first = owned_pair(owner)
+    finish_run(first, al=3.0)
+    worse = new_revision_of(first, owner)
+    finish_run(worse, al=2.0)
+    page = client.get(f"/pairs/{worse.pk}/").content.decode()
+    assert "Regressed" in page and "mean_acceptance_length" in page and "-0.333" in page
+
+
+def test_a_failed_delivery_is_retried_with_growing_backoff_until_it_lands(db, owner, settings):
+    settings.SPECHUB_WEBHOOK_BACKOFF_SECONDS = 30
+    with webhook_receiver(statuses=[500, 503]) as receiver:
+        webhook_endpoint_create(owner=owner, url=receiver.url, events=["pair.certified"])
+        pair = owned_pair(owner)
+        (delivery,) = pair_event_notify(pair=pair, event=WebhookEvent.CERTIFIED, subject="run-1", data={})
+        now = timezone.now()
+        assert webhook_deliver(delivery_id=delivery.pk, now=now) == "pending"
+        delivery.refresh_from_db()
+        first_wait = delivery.next_attempt_at - now
+        assert webhooks_deliver_due(now=now) == []  # not due yet
+        later = delivery.next_attempt_at
+        assert webhooks_deliver_due(now=later) == [delivery.pk]
+        delivery.refresh_from_db()
+        second_wait = delivery.next_attempt_at - later
+        assert webhooks_deliver_due(now=delivery.next_attempt_at) == [delivery.pk]
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempts, delivery.last_status) == ("delivered", 3, 200)
+    assert timedelta(seconds=29) < first_wait < timedelta(seconds=31) and timedelta(seconds=59) < second_wait < timedelta(
+        seconds=61
+    )
+    assert len(receiver.received) == 3
+    assert len({r.headers["X-SpecHub-Delivery"] for r in receiver.received}) == 1  # receivers can deduplicate
+
+
+def test_a_delivery_gives_up_after_its_attempts(db, owner, settings):
+    settings.SPECHUB_WEBHOOK_MAX_ATTEMPTS = 2
+    with webhook_receiver(statuses=[500, 500, 500]) as receiver:
+        webhook_endpoint_create(owner=owner, url=receiver.url, events=[])
+        (delivery,) = pair_event_notify(pair=owned_pair(owner), event=WebhookEvent.EXPIRED, subject="c-1", data={})
+        webhook_deliver(delivery_id=delivery.pk)
+        delivery.refresh_from_db()
+        webhook_deliver(delivery_id=delivery.pk, now=delivery.next_attempt_at)
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempts, delivery.last_error) == ("failed", 2, "HTTP 500")
+    assert len(receiver.received) == 2
+
+
+def test_the_same_event_about_the_same_subject_is_delivered_once(db, owner):
+    webhook_endpoint_create(owner=owner, url="http://127.0.0.1:9/unused", events=[])
+    pair = owned_pair(owner)
+    assert len(pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-7", data={})) == 1
+    assert pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-7", data={}) == []
+    assert WebhookDelivery.objects.count() == 1
+
+
+def test_endpoints_receive_only_the_events_they_chose_and_only_for_their_own_pairs(db, owner, django_user_model):
+    stranger = django_user_model.objects.create_user("stranger", password="pw")
+    webhook_endpoint_create(owner=owner, url="http://127.0.0.1:9/a", events=["pair.certified"])
+    webhook_endpoint_create(owner=stranger, url="http://127.0.0.1:9/b", events=[])
+    pair = owned_pair(owner)
+    assert pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-1", data={}) == []
+    assert len(pair_event_notify(pair=pair, event=WebhookEvent.CERTIFIED, subject="run-1", data={})) == 1
+
+
+def test_the_webhook_api_registers_an_endpoint_and_shows_its_secret_once(db, owner, client):
+    assert client.post("/api/v1/webhooks/", {"url": "https://example.org/hook"}).status_code in (401, 403)
+    client.force_login(owner)
+    created = client.post(
+        "/api/v1/webhooks/", {"url": "https://example.org/hook", "events": ["pair.regressed"]}, content_type="application/json"
+    )
+    assert created.status_code == 201 and len(created.json()["secret"]) == 64
+    listed = client.get("/api/v1/webhooks/").json()
+    assert [hook["url"] for hook in listed] == ["https://example.org/hook"] and "secret" not in listed[0]
+    refused = client.post(
+        "/api/v1/webhooks/", {"url": "ftp://example.org/x", "events": ["nope"]}, content_type="application/json"
+    )
+    assert refused.status_code == 400
+    assert "url" in json.dumps(refused.json()) and "events" in json.dumps(refused.json())

