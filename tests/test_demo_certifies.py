@@ -24,4 +24,5 @@ def test_the_demo_certifies_a_toy_pair_in_process_on_embedded_sqlite(tmp_path):
         (runs,) = db.execute("SELECT count(*) FROM registry_certificationrun WHERE state = 'finished'").fetchone()
         (categories,) = db.execute("SELECT count(DISTINCT category) FROM registry_workloadresult").fetchone()
         (listed,) = db.execute("SELECT count(*) FROM registry_pair WHERE verdict != '' AND speedup IS NOT NULL").fetchone()
-    assert (runs, categories, listed) == (1, 7, 1)
+        (signed,) = db.execute("SELECT count(*) FROM registry_certificate WHERE length(document) > 0").fetchone()
+    assert (runs, categories, listed, signed) == (1, 7, 1, 1)

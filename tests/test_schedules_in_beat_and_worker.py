@@ -119,10 +119,10 @@ def broker_down():
     from registry.celery import app
 
     saved = app.conf.broker_write_url
-    app.conf.broker_write_url = f"redis://127.0.0.1:{free_port()}/0"
+    app.conf["broker_write_url"] = f"redis://127.0.0.1:{free_port()}/0"
     _drop_pools(app)
     yield
-    app.conf.broker_write_url = saved
+    app.conf["broker_write_url"] = saved
     _drop_pools(app)
 
 

