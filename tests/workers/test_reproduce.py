@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from workers.reproduce import compare, spec_from_certificate
 from workers.spec import ModelRef, Plan, RunSpec
 
@@ -9,7 +11,7 @@ SPEC = RunSpec(
 )  # fmt: skip
 
 
-def document(al: float, exact: float, speedup: float) -> dict:
+def document(al: float, exact: float, speedup: float) -> dict[str, Any]:
     acceptance = {"mean_acceptance_length": al, "acceptance_rate": (al - 1) / 4}
     return {
         "stages": {"speculative": {"acceptance": acceptance}, "throughput": {"levels": {"1": {"speedup": speedup}}}},
@@ -17,7 +19,7 @@ def document(al: float, exact: float, speedup: float) -> dict:
     }
 
 
-def certified(al: float = 4.0, exact: float = 1.0, speedup: float = 1.2) -> dict:
+def certified(al: float = 4.0, exact: float = 1.0, speedup: float = 1.2) -> dict[str, Any]:
     measured = document(al, exact, speedup)
     return {**measured["stages"], "workloads": measured["workloads"]}
 
