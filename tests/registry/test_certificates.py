@@ -139,3 +139,11 @@ def test_a_malformed_signing_key_setting_fails_loudly():
         certificates.private_key_from_seed("c2hvcnQ=")
     with pytest.raises(ValueError, match="base64"):
         certificates.private_key_from_seed("not base64!")
+
+
+def test_without_a_configured_key_one_is_made_once_in_the_key_file_and_kept(settings, tmp_path):
+    settings.SPECHUB_SIGNING_KEY = ""
+    settings.SPECHUB_SIGNING_KEY_FILE = tmp_path / "var" / "signing-key"
+    first = certificates.key_id(signing_key().public_key())
+    assert settings.SPECHUB_SIGNING_KEY_FILE.stat().st_mode & 0o777 == 0o600
+    assert certificates.key_id(signing_key().public_key()) == first
