@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from registry.models import Certificate, CertificationRun, HubModel, Pair, Submission, WorkloadResult
+from registry.models import (
+    Certificate,
+    CertificationRun,
+    EngineBuild,
+    HubModel,
+    Pair,
+    Regression,
+    Submission,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WorkloadResult,
+)
 
 
 @admin.register(HubModel)
@@ -49,3 +60,31 @@ class CertificationRunAdmin(admin.ModelAdmin[CertificationRun]):
 class CertificateAdmin(admin.ModelAdmin[Certificate]):
     list_display = ["pair", "verdict", "issued_at", "expires_at"]
     list_filter = ["verdict"]
+
+
+@admin.register(Regression)
+class RegressionAdmin(admin.ModelAdmin[Regression]):
+    list_display = ["pair", "run", "metric", "previous", "current", "relative_change", "detected_at"]
+    list_filter = ["metric"]
+
+
+@admin.register(EngineBuild)
+class EngineBuildAdmin(admin.ModelAdmin[EngineBuild]):
+    list_display = ["hardware", "engine", "version", "first_seen_at", "last_seen_at", "reported_by"]
+    list_filter = ["hardware", "engine"]
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin[WebhookEndpoint]):
+    list_display = ["id", "owner", "url", "events", "active", "created_at"]
+    list_filter = ["active"]
+    exclude = ["secret"]  # shown to its owner once, when created
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin[WebhookDelivery]):
+    list_display = ["id", "endpoint", "event", "state", "attempts", "last_status", "next_attempt_at", "delivered_at"]
+    list_filter = ["state", "event"]
+
+    def get_readonly_fields(self, request: object, obj: WebhookDelivery | None = None) -> list[str]:
+        return [field.name for field in WebhookDelivery._meta.fields]

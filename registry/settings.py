@@ -169,6 +169,11 @@ SPECHUB_HUB_CACHE = Path(env_str("SPECHUB_HUB_CACHE", str(VAR_DIR / "hub-cache")
 # The Ed25519 signing key as a base64 32-byte seed (`python -c "from registry.certificates import
 # new_seed; print(new_seed())"`). Unset, a key is made once in SPECHUB_SIGNING_KEY_FILE (local use).
 SPECHUB_SIGNING_KEY = env_str("SPECHUB_SIGNING_KEY", "")
+if not SPECHUB_SIGNING_KEY and not DEBUG:
+    # A key file per container would give web and workers different keys: certificates signed by
+    # a worker would not verify against the key the web serves.
+    hint = 'python -c "from registry.certificates import new_seed; print(new_seed())"'
+    raise ImproperlyConfigured(f"SPECHUB_SIGNING_KEY must be set when DEBUG is off; generate one with `{hint}`.")
 if SPECHUB_SIGNING_KEY:
     from registry.certificates import private_key_from_seed
 

@@ -137,3 +137,18 @@ def test_a_submission_made_while_the_broker_is_down_is_kept_for_the_dispatcher(b
         run = run_create(pair=PairFactory.create(), hardware="cpu")
     run = refreshed(run)  # the dispatch after commit failed, and said so in the log, not to the user
     assert run.state == RunState.QUEUED and run.dispatched_at is None
+
+
+def test_the_broker_serves_a_submission_before_an_earlier_low_priority_recertification(tmp_path):
+    with transaction.atomic():
+        recertification = run_create(pair=PairFactory.create(), hardware="cpu", priority=Priority.LOW)
+    with transaction.atomic():
+        submission = run_create(pair=PairFactory.create(), hardware="cpu")
+    worker = start_worker("worker-cpu", tmp_path, SPECHUB_DIRECTOR_STAGES="tests.support.stages.injected_quick_stages")
+    try:
+        wait_until(lambda: refreshed(recertification).state == RunState.FINISHED, 60, "both runs to finish")
+    finally:
+        worker.stop()
+    assert refreshed(submission).state == RunState.FINISHED
+    assert submission.started_at is not None and recertification.started_at is not None
+    assert submission.started_at < recertification.started_at

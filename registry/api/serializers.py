@@ -63,7 +63,8 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     class Meta:
         model = CertificationRun
         fields = [
-            "id", "pair", "engine", "engine_version", "hardware", "trigger", "state", "stage", "progress", "attempts",
+            "id", "pair", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state", "stage",
+            "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
             "verdict", "results",
         ]  # fmt: skip

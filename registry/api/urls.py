@@ -20,4 +20,5 @@ urlpatterns = [
     path("certificates/<int:pk>/", views.CertificateDetail.as_view(), name="api-certificate"),
     path("certificates/<int:pk>/download/", views.certificate_download, name="api-certificate-download"),
     path("webhooks/", views.Webhooks.as_view(), name="api-webhooks"),
+    path("webhooks/<int:pk>/", views.WebhookDelete.as_view(), name="api-webhook"),
 ]

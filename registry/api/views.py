@@ -25,7 +25,7 @@ from registry.repos import HubRepo, gate_check
 from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations, webhooks_of
 from registry.services.certificates import signing_key
 from registry.services.gate import hub_client
-from registry.services.notifications import webhook_endpoint_create
+from registry.services.notifications import webhook_endpoint_create, webhook_endpoint_delete
 from registry.services.runs import run_cancel, run_create
 from registry.services.submissions import submission_create
 
@@ -199,3 +199,15 @@ class Webhooks(APIView):
         given.is_valid(raise_exception=True)
         endpoint = webhook_endpoint_create(owner=request.user, **given.validated_data)
         return Response(s.WebhookCreatedOut(endpoint).data, status=status.HTTP_201_CREATED)
+
+
+class WebhookDelete(APIView):
+    """Remove one of your webhook endpoints; its pending deliveries go with it."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request: Request, pk: int) -> Response:
+        endpoint = generics.get_object_or_404(webhooks_of(owner=request.user), pk=pk)
+        webhook_endpoint_delete(endpoint=endpoint)
+        return Response(status=status.HTTP_204_NO_CONTENT)

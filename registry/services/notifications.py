@@ -138,3 +138,8 @@ def webhooks_deliver_due(*, now: datetime | None = None) -> list[int]:
 def webhook_endpoint_create(*, owner: Any, url: str, events: list[str]) -> WebhookEndpoint:
     """Register an endpoint for the owner's pairs, with a fresh signing secret."""
     return WebhookEndpoint.objects.create(owner=owner, url=url, events=events, secret=secrets.token_hex(32))
+
+
+def webhook_endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
+    """Remove an endpoint and its deliveries, delivered or not."""
+    endpoint.delete()

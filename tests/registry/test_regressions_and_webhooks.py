@@ -9,7 +9,7 @@ from django.core import mail
 from django.utils import timezone
 
 from registry import webhooks
-from registry.models import DeliveryState, Regression, Submission, WebhookDelivery, WebhookEvent
+from registry.models import DeliveryState, Regression, Submission, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from registry.services.notifications import pair_event_notify, webhook_deliver, webhook_endpoint_create, webhooks_deliver_due
 from tests.support.factories import HubModelFactory, PairFactory
 from tests.support.receiver import webhook_receiver
@@ -172,3 +172,12 @@ def test_the_webhook_api_registers_an_endpoint_and_shows_its_secret_once(db, own
     )
     assert refused.status_code == 400
     assert "url" in json.dumps(refused.json()) and "events" in json.dumps(refused.json())
+
+
+def test_an_owner_deletes_their_endpoint_and_nobody_else_can(db, owner, client, django_user_model):
+    endpoint = webhook_endpoint_create(owner=owner, url="https://example.org/hook", events=[])
+    client.force_login(django_user_model.objects.create_user("stranger", password="pw"))
+    assert client.delete(f"/api/v1/webhooks/{endpoint.pk}/").status_code == 404
+    client.force_login(owner)
+    assert client.delete(f"/api/v1/webhooks/{endpoint.pk}/").status_code == 204
+    assert not WebhookEndpoint.objects.exists()

@@ -51,6 +51,12 @@ def test_a_missing_secret_key_in_production_mode_is_refused(tmp_path):
     assert "ImproperlyConfigured: SECRET_KEY must be set when DEBUG is off" in result.stderr
 
 
+def test_production_mode_without_a_signing_key_is_refused(tmp_path):
+    result = load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50, SPECHUB_SIGNING_KEY="")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SPECHUB_SIGNING_KEY must be set when DEBUG is off" in result.stderr
+
+
 def test_production_mode_with_a_secret_key_loads(tmp_path):
     result = load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50)
     assert result.returncode == 0, result.stderr
@@ -65,6 +71,10 @@ def test_production_mode_with_a_secret_key_loads(tmp_path):
         ("CELERY_BROKER_URL", "amqp://guest@localhost//", "CELERY_BROKER_URL has scheme 'amqp'"),
         ("SPECHUB_GPU_CLASSES", "h100,../x", "SPECHUB_GPU_CLASSES holds invalid names"),
         ("SPECHUB_RUN_HARD_TIME_LIMIT", "10", "SPECHUB_RUN_HARD_TIME_LIMIT must exceed"),
+        ("SPECHUB_SIGNING_KEY", "c2hvcnQ=", "SPECHUB_SIGNING_KEY decodes to 5 bytes; an Ed25519 seed is 32"),
+        ("SPECHUB_SIGNING_KEY", "not base64!", "SPECHUB_SIGNING_KEY is not base64"),
+        ("SPECHUB_HUB_PUBLISH", "1", "SPECHUB_HUB_PUBLISH is on but SPECHUB_HUB_TOKEN is unset"),
+        ("SPECHUB_REGRESSION_RTOL", "five", "SPECHUB_REGRESSION_RTOL"),
     ],
 )
 def test_a_bad_value_is_refused_naming_the_variable(tmp_path, name, value, message):
