@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 
 from django.conf import settings
@@ -14,8 +13,6 @@ from registry.selectors import run_headline
 from registry.services.certificates import certificate_issue
 from registry.services.notifications import pair_event_notify
 from registry.services.regressions import run_regressions_record
-
-logger = logging.getLogger(__name__)
 
 
 def run_publish(*, run: CertificationRun) -> Certificate | None:
