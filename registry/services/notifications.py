@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from registry import certificates, webhooks
 from registry.models import DeliveryState, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from registry.selectors import pair_owner
+from registry.selectors import pair_owner, pair_public_url
 
 logger = logging.getLogger(__name__)
 # Events worth an email as well as a webhook: the ones an owner must act on.
@@ -33,7 +33,7 @@ def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: di
     owner = pair_owner(pair=pair)
     if owner is None:
         return []
-    body = {"event": event.value, "subject": subject, "pair": pair.pk, "url": _pair_url(pair), "data": data}
+    body = {"event": event.value, "subject": subject, "pair": pair.pk, "url": pair_public_url(pair=pair), "data": data}
     created = []
     for endpoint in WebhookEndpoint.objects.filter(owner=owner, active=True):
         if endpoint.events and event.value not in endpoint.events:
@@ -51,10 +51,6 @@ def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: di
     return created
 
 
-def _pair_url(pair: Pair) -> str:
-    return f"{settings.SPECHUB_PUBLIC_URL.rstrip('/')}/pairs/{pair.pk}/"
-
-
 def _dispatch_delivery(delivery_id: int) -> None:
     from registry.tasks import deliver_webhook
 
@@ -63,7 +59,9 @@ def _dispatch_delivery(delivery_id: int) -> None:
 
 def _email(address: str, event: WebhookEvent, pair: Pair) -> None:
     subject = f"[SpecHub] {event.label}: {pair}"
-    send_mail(subject, f"{event.label} for {pair}.\n\nDetails: {_pair_url(pair)}\n", None, [address], fail_silently=True)
+    send_mail(
+        subject, f"{event.label} for {pair}.\n\nDetails: {pair_public_url(pair=pair)}\n", None, [address], fail_silently=True
+    )
 
 
 def webhook_deliver(*, delivery_id: int, now: datetime | None = None) -> str:

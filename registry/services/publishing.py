@@ -9,7 +9,7 @@ from django.db import transaction
 
 from registry.hub import HubClient
 from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
-from registry.selectors import run_headline
+from registry.selectors import pair_public_url, run_headline, run_summary
 from registry.services.certificates import certificate_issue
 from registry.services.notifications import pair_event_notify
 from registry.services.regressions import run_regressions_record
@@ -35,12 +35,11 @@ def run_publish(*, run: CertificationRun) -> Certificate | None:
 
 def pair_listing_update(*, run: CertificationRun) -> None:
     """Copy a finished run's headline figures onto its pair, which the catalog lists and filters."""
-    stages = (run.result or {}).get("stages", {})
-    headline = run_headline(run=run)
     pair = run.pair
     pair.latest_run = run
-    pair.verdict = stages.get("verdict", {}).get("verdict", "")
-    pair.speedup, pair.mean_acceptance_length = headline["speedup"], headline["mean_acceptance_length"]
+    summary = run_summary(run)
+    pair.verdict = summary.get("verdict") or ""
+    pair.mean_acceptance_length, pair.speedup = summary.get("mean_acceptance_length"), summary.get("speedup", {}).get("1")
     pair.hardware, pair.engine_version = run.hardware, run.engine_version
     pair.save(update_fields=["latest_run", "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version"])
 
@@ -83,5 +82,5 @@ def _pr_description(certificate: Certificate) -> str:
         f"- speedup at concurrency 1: {headline['speedup']}\n\n"
         f"The certificate is signed (Ed25519, key `{certificate.key_id}`); verify it with "
         f"`python manage.py verify_certificate spechub/certificate-{certificate.run_id}.json`. "
-        f"Details: {settings.SPECHUB_PUBLIC_URL.rstrip('/')}/pairs/{pair.pk}/\n"
+        f"Details: {pair_public_url(pair=pair)}\n"
     )
