@@ -61,7 +61,7 @@ def refreshed(run: CertificationRun) -> CertificationRun:
     return run
 
 
-def test_a_new_engine_version_on_the_workers_requeues_certified_pairs_at_low_priority(scheduled):
+def test_a_new_engine_version_on_the_workers_requeues_certified_pairs_at_low_priority_with_injected_stages(scheduled):
     old = [finish_run(PairFactory.create(), version="0.31.0") for _ in range(2)]
     elsewhere = finish_run(PairFactory.create(), version="0.31.0", hardware="gpu.h100")  # no worker reported there
     failed = finish_run(PairFactory.create(), version="0.31.0", verdict="failed")
@@ -80,7 +80,7 @@ def test_a_new_engine_version_on_the_workers_requeues_certified_pairs_at_low_pri
     assert not failed.pair.runs.exclude(pk=failed.pk).exists()
 
 
-def test_a_run_whose_worker_went_quiet_is_requeued_by_beat_and_finishes_once(scheduled, tmp_path):
+def test_a_run_whose_worker_went_quiet_is_requeued_by_beat_and_finishes_once_with_injected_stages(scheduled, tmp_path):
     quiet_since = timezone.now() - timedelta(minutes=10)
     run = CertificationRun.objects.create(
         pair=PairFactory.create(), engine="vllm", hardware="cpu", state=RunState.MEASURING, attempts=1,
@@ -99,7 +99,7 @@ def test_a_run_whose_worker_went_quiet_is_requeued_by_beat_and_finishes_once(sch
     assert run.results.count() == 1 and run.certificate.verdict == "certified"
 
 
-def test_a_run_whose_dispatch_was_lost_is_sent_by_beat_and_finishes(scheduled, tmp_path):
+def test_a_run_whose_dispatch_was_lost_is_sent_by_beat_and_finishes_with_injected_stages(scheduled, tmp_path):
     # What a submission leaves behind when the broker was down as it was made.
     run = CertificationRun.objects.create(pair=PairFactory.create(), engine="vllm", hardware="cpu")
     assert run.dispatched_at is None and run.state == RunState.QUEUED
@@ -139,7 +139,7 @@ def test_a_submission_made_while_the_broker_is_down_is_kept_for_the_dispatcher(b
     assert run.state == RunState.QUEUED and run.dispatched_at is None
 
 
-def test_the_broker_serves_a_submission_before_an_earlier_low_priority_recertification(tmp_path):
+def test_the_broker_serves_a_submission_before_an_earlier_low_priority_recertification_with_injected_stages(tmp_path):
     with transaction.atomic():
         recertification = run_create(pair=PairFactory.create(), hardware="cpu", priority=Priority.LOW)
     with transaction.atomic():
