@@ -16,13 +16,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import psutil
 
+from kernel import result
+from kernel.director import Director
 from workers import certification
 from workers.__main__ import parse, spec_from
-from workers.director import Director
 from workers.engines.vllm import engine_arguments
 from workers.stages import default_stages
 from zoo.localhub import LocalHub
@@ -58,7 +58,7 @@ class PeakRss:
             self.peak = max(self.peak, total)
 
 
-def certify(draft: str) -> tuple[float, dict[str, Any]]:
+def certify(draft: str) -> tuple[float, result.ResultDocument]:
     spec = spec_from(parse(["certify", "--draft", draft, "--verifier", "spechub-toy/llama-verifier", "--out", "-"]))
     started = time.perf_counter()
     document = Director(default_stages()).run(spec, lambda stage, percent: None)
@@ -119,21 +119,20 @@ def main() -> int:
 
 def report(
     first_seconds: float,
-    first: dict[str, Any],
+    first: result.ResultDocument,
     second_seconds: float,
-    second: dict[str, Any],
+    second: result.ResultDocument,
     harness: float,
     bare: float,
     peak: int,
 ) -> None:
-    stages = first["stages"]
-    starts = stages["baseline"]["start_seconds"] + stages["speculative"]["start_seconds"]
+    starts = result.stage(first, "baseline")["start_seconds"] + result.stage(first, "speculative")["start_seconds"]
     print(
         f"P1 full toy certification (draft_model, cold baseline): {first_seconds:.1f} s wall, "
         f"of which engine starts {starts:.1f} s (enforce_eager, nothing compiled); without them {first_seconds - starts:.1f} s "
         f"(target <= 60 s): {'OK' if first_seconds <= 60 else 'OVER TARGET'}"
     )
-    hit = second["stages"]["baseline"]["cache"]["hit"]
+    hit = result.stage(second, "baseline")["cache"]["hit"]
     print(
         f"P2 second draft (eagle3 head) on the same verifier: {second_seconds:.1f} s = {second_seconds / first_seconds:.0%} "
         f"of the first (baseline reused: {hit}) (target <= 60 %): "
@@ -145,7 +144,8 @@ def report(
         f"(target <= 5 %, timing noise here is about 20 %): {'OK' if overhead <= 0.05 else 'OVER TARGET'}"
     )
     for name, document in (("draft_model", first), ("eagle3", second)):
-        levels = document["stages"]["throughput"]["levels"]
+        measured = result.throughput(document)
+        levels = measured["levels"] if measured else {}
         cvs = ", ".join(
             f"c={level}: {figures['speedup_cv']:.3f} (speedup {figures['speedup']:.2f})" for level, figures in levels.items()
         )
@@ -155,11 +155,9 @@ def report(
         f"{'OK' if peak <= 4 * GIB else 'OVER TARGET'}"
     )
     for name, document in (("draft_model", first), ("eagle3", second)):
-        verdict = document["stages"]["verdict"]
-        print(
-            f"   {name}: AL {document['stages']['speculative']['acceptance']['mean_acceptance_length']:.2f}, "
-            f"verdict {verdict['verdict']} {verdict['reasons']}"
-        )
+        summary, verdict = result.summary(document), result.verdict(document)
+        al = summary["mean_acceptance_length"] if summary else None
+        print(f"   {name}: AL {al}, verdict {verdict['verdict'] if verdict else None} {verdict['reasons'] if verdict else ''}")
 
 
 if __name__ == "__main__":

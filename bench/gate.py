@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from registry.hub import HubClient
-from registry.repos import HubRepo, gate_check
+from kernel.hub import HubClient
+from kernel.repos import HubRepo, gate_check
 from zoo import ORG
 from zoo.localhub import LocalHub
 from zoo.pairs import BROKEN, ZOO_PAIRS

@@ -18,5 +18,8 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Every task is registered under its name before a service sends one by name (registry.dispatch).
+        import registry.tasks  # noqa: F401
+
         # Beat reads its schedule from the database: every migrate keeps it current with the settings.
         post_migrate.connect(_install_schedules, sender=self)

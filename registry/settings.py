@@ -119,7 +119,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "PairMethodEnum": "registry.models.Method",
-        "VllmMethodEnum": "registry.formats.vllm_support.METHOD_CHOICES",
+        "VllmMethodEnum": "kernel.formats.vllm_support.METHOD_CHOICES",
     },
 }
 
@@ -146,7 +146,7 @@ SPECHUB_RUN_MAX_ATTEMPTS = env_int("SPECHUB_RUN_MAX_ATTEMPTS", 3, minimum=1)
 SPECHUB_HEARTBEAT_SECONDS = env_int("SPECHUB_HEARTBEAT_SECONDS", 30, minimum=1)
 SPECHUB_STALE_AFTER_SECONDS = env_int("SPECHUB_STALE_AFTER_SECONDS", 300, minimum=1)
 SPECHUB_RETRY_BACKOFF_SECONDS = env_int("SPECHUB_RETRY_BACKOFF_SECONDS", 60, minimum=0)
-# Dotted path to a callable returning the director's stages (see workers/director.py).
+# Dotted path to a callable returning the director's stages (see kernel/director.py).
 SPECHUB_DIRECTOR_STAGES = env_str("SPECHUB_DIRECTOR_STAGES", "workers.stages.default_stages")
 SPECHUB_DEFAULT_ENGINE = env_str("SPECHUB_DEFAULT_ENGINE", "vllm")
 # How a run measures. GPU workers differ from CPU ones by configuration only (dtype here).
@@ -166,16 +166,16 @@ SPECHUB_HUB_TIMEOUT = env_int("SPECHUB_HUB_TIMEOUT", 30, minimum=1)
 SPECHUB_HUB_CACHE = Path(env_str("SPECHUB_HUB_CACHE", str(VAR_DIR / "hub-cache")))
 
 # --- Certificates, schedules, alerts -----------------------------------------
-# The Ed25519 signing key as a base64 32-byte seed (`python -c "from registry.certificates import
+# The Ed25519 signing key as a base64 32-byte seed (`python -c "from kernel.certificates import
 # new_seed; print(new_seed())"`). Unset, a key is made once in SPECHUB_SIGNING_KEY_FILE (local use).
 SPECHUB_SIGNING_KEY = env_str("SPECHUB_SIGNING_KEY", "")
 if not SPECHUB_SIGNING_KEY and not DEBUG:
     # A key file per container would give web and workers different keys: certificates signed by
     # a worker would not verify against the key the web serves.
-    hint = 'python -c "from registry.certificates import new_seed; print(new_seed())"'
+    hint = 'python -c "from kernel.certificates import new_seed; print(new_seed())"'
     raise ImproperlyConfigured(f"SPECHUB_SIGNING_KEY must be set when DEBUG is off; generate one with `{hint}`.")
 if SPECHUB_SIGNING_KEY:
-    from registry.certificates import private_key_from_seed
+    from kernel.certificates import private_key_from_seed
 
     try:
         private_key_from_seed(SPECHUB_SIGNING_KEY)

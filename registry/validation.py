@@ -6,7 +6,7 @@ import re
 
 from django.core.exceptions import ValidationError
 
-from registry.formats.inputs import is_repo_id
+from kernel.formats.inputs import is_repo_id
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _REVISION = re.compile(r"^(?![./-])(?!.*\.\.)(?!.*//)[A-Za-z0-9_./-]{1,200}(?<![./])$")

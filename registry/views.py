@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from kernel.errors import ERRORS, RunError
 from registry import charts
 from registry.forms import SubmissionForm
 from registry.health import health_report
@@ -23,7 +24,6 @@ from registry.selectors import (
     submission_quota,
 )
 from registry.services.submissions import submission_create
-from workers.errors import ERRORS, RunError
 
 PAGE_SIZE = 25
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry.hub import HubClient
+from kernel.hub import HubClient
 from tests.support.factories import HubModelFactory, PairFactory
 from zoo.localhub import LocalHub
 

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from registry.certificates import new_seed
+from kernel.certificates import new_seed
 from zoo.localhub import free_port
 
 __all__ = ["free_port"]

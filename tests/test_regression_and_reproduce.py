@@ -13,7 +13,8 @@ import pytest
 from django.db import transaction
 from safetensors.torch import load_file, save_file
 
-from registry import certificates, webhooks
+from kernel import certificates
+from registry import webhooks
 from registry.models import CertificationRun, Regression, Submission
 from registry.services.certificates import signing_key
 from registry.services.notifications import webhook_endpoint_create

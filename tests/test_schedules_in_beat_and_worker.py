@@ -16,6 +16,7 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from kernel.builds import installed_engine_build
 from registry.models import CertificationRun, EngineBuild, Priority, RunTrigger
 from registry.services.runs import run_create
 from registry.services.schedules import schedules_install
@@ -24,7 +25,6 @@ from tests.services import free_port
 from tests.support.factories import PairFactory
 from tests.support.processes import Process, compose_command, process_env, start_worker, wait_until, worker_database_url
 from tests.support.runs import finish_run
-from workers.engines import installed_engine_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,7 +65,7 @@ def test_a_new_engine_version_on_the_workers_requeues_certified_pairs_at_low_pri
     old = [finish_run(PairFactory.create(), version="0.31.0") for _ in range(2)]
     elsewhere = finish_run(PairFactory.create(), version="0.31.0", hardware="gpu.h100")  # no worker reported there
     failed = finish_run(PairFactory.create(), version="0.31.0", verdict="failed")
-    current = installed_engine_version("vllm")
+    current = installed_engine_build("vllm")
     assert current and current != "0.31.0"
 
     scheduled()

@@ -1,5 +1,6 @@
-"""SpecHub's certification workers.
+"""SpecHub's certification core: the measuring stages, the engines, the workloads and the figures.
 
-`workers.tasks` is the thin Celery interface; everything else here is the core,
-which imports nothing from Django and can run alone on a GPU box.
+It imports nothing from Django and nothing from the registry, so it runs alone on a GPU box
+(`python -m workers certify`). The Celery task that drives it lives in registry.tasks and finds
+its stages by dotted path (SPECHUB_DIRECTOR_STAGES).
 """

@@ -12,10 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workers.director import Director
-from workers.errors import RunError, UserError
+from kernel import result
+from kernel.director import Director
+from kernel.errors import RunError, UserError
+from kernel.hub import HubClient
+from kernel.repos import HubRepo, gate_check
+from kernel.spec import ModelRef, Plan, RunSpec
 from workers.reproduce import Comparison, compare, spec_from_certificate
-from workers.spec import ModelRef, Plan, RunSpec
 from workers.stages import default_stages
 
 
@@ -46,10 +49,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def spec_from(args: argparse.Namespace) -> RunSpec:
-    from registry.repos import HubRepo, gate_check
-    from workers.certification import hub_client
-
-    client = hub_client()
+    client = HubClient.from_environment()
     verifier = ModelRef(args.verifier, client.resolve(args.verifier, args.verifier_revision))
     draft = ModelRef(args.draft, client.resolve(args.draft, args.draft_revision)) if args.draft else None
     method = args.method
@@ -87,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if error.fault == "user" else 2
     sys.stderr.write("\n")
     args.out.write_text(json.dumps(document, indent=2))
-    verdict = document["stages"]["verdict"]
-    print(f"{verdict['verdict']}: {'; '.join(verdict['reasons']) or 'every threshold met'} -> {args.out}")
+    verdict = result.verdict(document)
+    judged = f"{verdict['verdict']}: {'; '.join(verdict['reasons']) or 'every threshold met'}" if verdict else "no verdict"
+    print(f"{judged} -> {args.out}")
     return _report(compare(payload["results"], document, rtol=args.rtol, speedup_rtol=args.speedup_rtol)) if payload else 0
 
 

@@ -11,50 +11,40 @@ import json
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from workers.certification import Workbench
+from kernel.builds import installed_engine_build
+from kernel.spec import RunSpec
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("SPECHUB_BASELINE_CACHE", Path.home() / ".cache" / "spechub" / "baselines"))
 
 
-def key(bench: Workbench) -> str:
-    plan = asdict(bench.spec.plan)
+def key(spec: RunSpec, suite_sha256: str) -> str:
+    """Return the cache key of the verifier-alone measurements a run with `spec` on that suite would take."""
+    plan = asdict(spec.plan)
     plan.pop("thresholds")
     identity = {
-        "verifier": [bench.spec.verifier.repo_id, bench.spec.verifier.sha],
-        "engine": [bench.spec.engine, engine_build(bench.spec.engine)],
-        "hardware": bench.spec.hardware,
-        "suite": bench.suite.sha256,
+        "verifier": [spec.verifier.repo_id, spec.verifier.sha],
+        "engine": [spec.engine, installed_engine_build(spec.engine)],
+        "hardware": spec.hardware,
+        "suite": suite_sha256,
         "plan": plan,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
-def engine_build(engine: str) -> str:
-    """Return the version of the library that runs `engine`."""
-    if engine == "vllm":
-        import vllm
-
-        return str(vllm.__version__)
-    import torch
-
-    return str(torch.__version__)
-
-
-def load(digest: str) -> dict[str, Any] | None:
+def load(digest: str) -> object | None:
+    """Return the measurements stored under `digest` as they were stored, or None."""
     path = cache_dir() / f"{digest}.json"
     try:
-        loaded: dict[str, Any] = json.loads(path.read_text())
+        loaded: object = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     return loaded
 
 
-def store(digest: str, measured: dict[str, Any]) -> None:
+def store(digest: str, measured: object) -> None:
     """Write atomically, so a crash never leaves half a baseline to be reused."""
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)

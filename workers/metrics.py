@@ -8,12 +8,12 @@ import random
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
+from kernel.result import Acceptance, ChiSquare, Divergence, Greedy
 from workers.engines.base import SpecCounters
 
 
-def acceptance(counters: SpecCounters) -> dict[str, Any]:
+def acceptance(counters: SpecCounters) -> Acceptance:
     """Return AL = 1 + accepted/drafts, rate = accepted/draft tokens, per-position rates, and the raw counts."""
     drafts = counters.drafts
     return {
@@ -37,9 +37,9 @@ def first_divergence(expected: Sequence[int], found: Sequence[int]) -> int | Non
     return None if len(expected) == len(found) else min(len(expected), len(found))
 
 
-def greedy_equivalence(expected: Sequence[Sequence[int]], found: Sequence[Sequence[int]]) -> dict[str, Any]:
+def greedy_equivalence(expected: Sequence[Sequence[int]], found: Sequence[Sequence[int]]) -> Greedy:
     """Return the exact-match rate and, for every mismatched prompt, where it first diverges."""
-    divergences = [
+    divergences: list[Divergence] = [
         {"prompt": index, "token": where}
         for index, (a, b) in enumerate(zip(expected, found, strict=True))
         if (where := first_divergence(a, b)) is not None
@@ -79,7 +79,7 @@ def _gamma_q(a: float, x: float) -> float:
     return min(1.0, math.exp(log_prefix) * h)
 
 
-def chi_square_test(samples: Sequence[int], probabilities: dict[int, float], min_expected: float = 5.0) -> dict[str, Any]:
+def chi_square_test(samples: Sequence[int], probabilities: dict[int, float], min_expected: float = 5.0) -> ChiSquare:
     """Pearson's test of sampled tokens against an exact distribution.
 
     Tokens whose expected count is under `min_expected` are pooled into one

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workers.spec import ModelRef, Plan, RunSpec, Thresholds
+from kernel import result
+from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
 
 
 def spec_from_certificate(payload: dict[str, Any]) -> RunSpec:
@@ -47,25 +48,15 @@ class Comparison:
         return abs(self.reproduced - self.certified) <= self.tolerance * abs(self.certified)
 
 
-def compare(results: dict[str, Any], document: dict[str, Any], *, rtol: float, speedup_rtol: float | None) -> list[Comparison]:
+def compare(
+    results: result.CertifiedResults, document: result.ResultDocument, *, rtol: float, speedup_rtol: float | None
+) -> list[Comparison]:
     """Compare a certificate's results with a reproduced result document, figure by figure.
 
     Acceptance is judged within `rtol` and greedy exact match must be equal; speedup depends on the
     machine's load, so it is only judged when `speedup_rtol` is given.
     """
-    certified, reproduced = _figures(results, results["workloads"]), _figures(document["stages"], document["workloads"])
+    certified = result.comparable_figures(results)
+    reproduced = result.comparable_figures(result.certified_results(document))
     tolerances = {"acceptance": rtol, "exact": 0.0, "speedup": speedup_rtol}
     return [Comparison(name, value, reproduced.get(name), tolerances[name.split(":")[0]]) for name, value in certified.items()]
-
-
-def _figures(stages: dict[str, Any], workloads: dict[str, Any]) -> dict[str, float | None]:
-    acceptance = stages.get("speculative", {}).get("acceptance", {})
-    figures = {
-        "acceptance:mean_acceptance_length": acceptance.get("mean_acceptance_length"),
-        "acceptance:acceptance_rate": acceptance.get("acceptance_rate"),
-        "speedup:concurrency 1": stages.get("throughput", {}).get("levels", {}).get("1", {}).get("speedup"),
-    }
-    for category, measured in sorted(workloads.items()):
-        figures[f"acceptance:{category} AL"] = measured.get("acceptance", {}).get("mean_acceptance_length")
-        figures[f"exact:{category} greedy exact match"] = measured.get("equivalence", {}).get("greedy_exact_match")
-    return figures

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workers.director import Stage
-from workers.spec import RunSpec
+from kernel.director import Stage
+from kernel.result import ResultDocument
+from kernel.spec import RunSpec
+
+if TYPE_CHECKING:  # the engines' imports wait until a stage runs
+    from workers.certification import Workbench
 
 
 @dataclass
 class _Shared:
-    bench: Any = None
+    bench: Workbench | None = None
 
 
 @dataclass
@@ -20,15 +24,15 @@ class MeasuringStage:
     """Adapts a certification step `work(bench, report)` to the director's Stage protocol."""
 
     name: str
-    work: Callable[[Any, Callable[[int], None]], dict[str, Any]]
+    work: Callable[[Workbench, Callable[[int], None]], Mapping[str, Any]]
     shared: _Shared
 
-    def run(self, spec: RunSpec, document: dict[str, Any], report: Callable[[int], None]) -> dict[str, Any]:
+    def run(self, spec: RunSpec, document: ResultDocument, report: Callable[[int], None]) -> Mapping[str, Any]:
         from workers.certification import Workbench
 
         if self.shared.bench is None or self.shared.bench.spec is not spec:
             self.shared.bench = Workbench.for_spec(spec)
-        self.shared.bench.result = document["stages"]
+        self.shared.bench.stages = document["stages"]
         return self.work(self.shared.bench, report)
 
 

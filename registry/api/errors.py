@@ -11,8 +11,8 @@ from rest_framework.exceptions import APIException, NotFound
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from kernel.errors import InfraError, RunError
 from registry.services.runs import InvalidTransition
-from workers.errors import InfraError, RunError
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

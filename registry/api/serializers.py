@@ -9,7 +9,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from registry.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
+from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
 from registry.models import (
     Certificate,
     CertificationRun,

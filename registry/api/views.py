@@ -15,13 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from registry import certificates
+from kernel import certificates
+from kernel.repos import HubRepo, gate_check
 from registry.api import serializers as s
 from registry.api.pagination import IdsFirstPagination
 from registry.api.renderers import CsvRenderer
 from registry.filters import PairFilter
 from registry.models import Certificate, CertificationRun, HubModel, Pair
-from registry.repos import HubRepo, gate_check
 from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations, webhooks_of
 from registry.services.certificates import signing_key
 from registry.services.gate import hub_client

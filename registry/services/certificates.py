@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timedelta
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.utils import timezone
 
-from registry import certificates
+from kernel import certificates, result
 from registry.models import Certificate, CertificationRun, Verdict
+from registry.selectors import run_document
 
 REPRODUCE = "python -m workers reproduce certificate.json --out reproduced.json"
-# The parts of a result document a certificate carries; the raw sweeps stay in the run.
-_RESULT_STAGES = {"speculative": ("acceptance",), "equivalence": ("greedy", "reference", "sampling"), "throughput": None}
 
 
 def signing_key() -> Ed25519PrivateKey:
@@ -35,10 +33,10 @@ def signing_key() -> Ed25519PrivateKey:
     return certificates.private_key_from_seed(path.read_text())
 
 
-def certificate_payload(*, run: CertificationRun, issued_at: datetime) -> dict[str, Any]:
+def certificate_payload(*, run: CertificationRun, verdict: result.Verdict, issued_at: datetime) -> certificates.Payload:
     """Return what a certificate states about a finished run, pinned by sha."""
-    document = run.result or {}
-    verdict = document["stages"]["verdict"]
+    document = run_document(run)
+    assert document is not None, "a run with a verdict has a document"
     inputs = {key: value for key, value in document["spec"].items() if key not in ("run_id", "attempt")}
     return {
         "format": certificates.FORMAT,
@@ -51,26 +49,18 @@ def certificate_payload(*, run: CertificationRun, issued_at: datetime) -> dict[s
         "thresholds": verdict["thresholds"],
         "inputs": inputs,
         "environment": run.environment,
-        "results": _results(document),
+        "results": result.certified_results(document),
         "reproduce": REPRODUCE,
     }
 
 
-def _results(document: dict[str, Any]) -> dict[str, Any]:
-    stages = document["stages"]
-    results: dict[str, Any] = {"workloads": document.get("workloads", {})}
-    for stage, keys in _RESULT_STAGES.items():
-        measured = stages.get(stage, {})
-        results[stage] = {key: measured.get(key) for key in keys} if keys else measured
-    return results
-
-
 def certificate_issue(*, run: CertificationRun) -> Certificate | None:
     """Sign and store the certificate of a finished run; None when its document has no verdict."""
-    if "verdict" not in (run.result or {}).get("stages", {}).get("verdict", {}):
+    verdict = result.verdict(run_document(run))
+    if verdict is None:
         return None
     issued_at = timezone.now().replace(microsecond=0)
-    payload = certificate_payload(run=run, issued_at=issued_at)
+    payload = certificate_payload(run=run, verdict=verdict, issued_at=issued_at)
     key = signing_key()
     data = certificates.sign(payload, key)
     signed = certificates.verify(data, key.public_key())  # never store a certificate that would not verify

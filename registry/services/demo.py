@@ -10,9 +10,9 @@ from pathlib import Path
 
 from django.db import transaction
 
-from registry.formats import Report, tokenizer_hash
+from kernel.formats import Report, tokenizer_hash
+from kernel.repos import LocalRepo, gate_check
 from registry.models import CertificationRun, HubModel, Pair, Role
-from registry.repos import LocalRepo, gate_check
 from registry.services.gate import pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from registry.services.runs import run_create

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from registry.formats import Report
-from registry.hub import HubClient
+from kernel.formats import Report
+from kernel.hub import HubClient
+from kernel.repos import HubRepo, RepoSource, gate_check
 from registry.models import Pair
-from registry.repos import HubRepo, RepoSource, gate_check
 
 
 def hub_client() -> HubClient:

@@ -15,7 +15,9 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
-from registry import certificates, webhooks
+from kernel import certificates
+from registry import webhooks
+from registry.dispatch import task_send_on_commit
 from registry.models import DeliveryState, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from registry.selectors import pair_owner, pair_public_url
 
@@ -45,16 +47,10 @@ def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: di
         )
         if new:
             created.append(delivery)
-            transaction.on_commit(partial(_dispatch_delivery, delivery.pk))
+            task_send_on_commit("registry.deliver_webhook", delivery.pk)
     if created and event in _EMAILED and owner.email:
         transaction.on_commit(partial(_email, owner.email, event, pair))
     return created
-
-
-def _dispatch_delivery(delivery_id: int) -> None:
-    from registry.tasks import deliver_webhook
-
-    deliver_webhook.delay(delivery_id)
 
 
 def _email(address: str, event: WebhookEvent, pair: Pair) -> None:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from django.conf import settings
-from django.db import transaction
 
-from registry.hub import HubClient
+from kernel.hub import HubClient
+from registry.dispatch import task_send_on_commit
 from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
 from registry.selectors import pair_public_url, run_headline, run_summary
 from registry.services.certificates import certificate_issue
@@ -29,7 +27,7 @@ def run_publish(*, run: CertificationRun) -> Certificate | None:
         data = {"run": run.pk, "certificate_digest": certificate.digest, **run_headline(run=run)}
         pair_event_notify(pair=run.pair, event=WebhookEvent.CERTIFIED, subject=subject, data=data)
     if certificate is not None and settings.SPECHUB_HUB_PUBLISH and run.pair.draft is not None:
-        transaction.on_commit(partial(_dispatch_hub_pr, certificate.pk))
+        task_send_on_commit("registry.publish_certificate_to_hub", certificate.pk)
     return certificate
 
 
@@ -37,17 +35,11 @@ def pair_listing_update(*, run: CertificationRun) -> None:
     """Copy a finished run's headline figures onto its pair, which the catalog lists and filters."""
     pair = run.pair
     pair.latest_run = run
-    summary = run_summary(run)
-    pair.verdict = summary.get("verdict") or ""
-    pair.mean_acceptance_length, pair.speedup = summary.get("mean_acceptance_length"), summary.get("speedup", {}).get("1")
+    summary, headline = run_summary(run), run_headline(run=run)
+    pair.verdict = (summary["verdict"] if summary else None) or ""
+    pair.mean_acceptance_length, pair.speedup = headline["mean_acceptance_length"], headline["speedup"]
     pair.hardware, pair.engine_version = run.hardware, run.engine_version
     pair.save(update_fields=["latest_run", "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version"])
-
-
-def _dispatch_hub_pr(certificate_id: int) -> None:
-    from registry.tasks import publish_certificate_to_hub
-
-    publish_certificate_to_hub.delay(certificate_id)
 
 
 def certificate_hub_pr_open(*, certificate_id: int) -> str:

@@ -4,6 +4,7 @@ which enforces the state machine in registry.states."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -14,14 +15,15 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from kernel import result
+from kernel.errors import Fault, RunError
+from kernel.spec import RunSpec
 from registry.celery import queue_names
+from registry.dispatch import task_send
 from registry.models import CertificationRun, Pair, Priority, RunTrigger, WorkloadResult
 from registry.selectors import run_spec
 from registry.services.publishing import run_publish
 from registry.states import ACTIVE_PATH, ACTIVE_STATES, STAGE_STATES, TRANSITIONS, RunState, can_transition
-from workers import engines
-from workers.errors import Fault, RunError
-from workers.spec import RunSpec
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +74,9 @@ def run_dispatch(*, run_id: int, countdown: int = 0) -> bool:
 
     A failed dispatch leaves `dispatched_at` empty, and the lost-dispatch sweep sends it again.
     """
-    from workers.tasks import certify  # workers.tasks imports these services
-
     run = CertificationRun.objects.get(pk=run_id)
     try:
-        certify.apply_async(args=(run_id,), queue=run.queue, countdown=countdown, priority=run.priority)
+        task_send("workers.certify", run_id, queue=run.queue, countdown=countdown, priority=run.priority)
     except (OperationalError, OSError) as exc:
         logger.warning("run %s: the broker did not take its dispatch (%s); the sweep will send it again", run_id, exc)
         return False
@@ -195,8 +195,12 @@ def run_heartbeat(*, run_id: int, attempt: int) -> bool:
     return owned.update(heartbeat_at=timezone.now()) == 1
 
 
-def run_finish(*, run_id: int, attempt: int, document: dict[str, Any]) -> CertificationRun:
-    """Publish the attempt's result document and finish the run, all or nothing."""
+def run_finish(*, run_id: int, attempt: int, document: result.ResultDocument) -> CertificationRun:
+    """Publish the attempt's result document and finish the run, all or nothing.
+
+    The document is read through kernel.result, which refuses a schema version this code cannot read.
+    """
+    loaded = result.load(document)
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
         _advance(run, RunState.PUBLISHING)
@@ -204,28 +208,29 @@ def run_finish(*, run_id: int, attempt: int, document: dict[str, Any]) -> Certif
         run.save(update_fields=["stage", "heartbeat_at"])
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
-        _store_results(run, document.get("workloads", {}))
-        environment = document.get("environment", {})
-        versions = environment.get("versions", {})
-        engine_version = engines.engine_version(run.engine, versions)
-        _move(run, RunState.FINISHED, result=document, environment=environment, engine_version=engine_version, progress=100)
+        _store_results(run, result.workloads(loaded))
+        fields = {"environment": result.environment(loaded), "engine_version": result.engine_build(loaded)}
+        _move(run, RunState.FINISHED, result=loaded, progress=100, **fields)
         run_publish(run=run)
     return run
 
 
-def _store_results(run: CertificationRun, workloads: dict[str, dict[str, Any]]) -> None:
+def _store_results(run: CertificationRun, workloads: dict[str, result.WorkloadFigures]) -> None:
     for category, measured in workloads.items():
-        acceptance = measured.get("acceptance", {})
+        # A partial document (a director given fewer stages) may leave a part out.
+        acceptance: Mapping[str, Any] = measured.get("acceptance") or {}
+        equivalence: Mapping[str, Any] = measured.get("equivalence") or {}
+        throughput: Mapping[str, Any] = measured.get("throughput") or {}
         WorkloadResult.objects.create(
             run=run,
             category=category,
             mean_acceptance_length=acceptance.get("mean_acceptance_length"),
             acceptance_rate=acceptance.get("acceptance_rate"),
-            greedy_exact_match=measured.get("equivalence", {}).get("greedy_exact_match"),
-            speedup=measured.get("throughput", {}).get("speedup"),
+            greedy_exact_match=equivalence.get("greedy_exact_match"),
+            speedup=throughput.get("speedup"),
             acceptance=acceptance,
-            equivalence=measured.get("equivalence", {}),
-            throughput=measured.get("throughput", {}),
+            equivalence=equivalence,
+            throughput=throughput,
         )
 
 

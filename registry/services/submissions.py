@@ -6,14 +6,14 @@ from typing import Any
 
 from django.db import transaction
 
-from registry.formats import Report, describe_draft
-from registry.hub import HubClient
+from kernel.errors import UserError
+from kernel.formats import Report, describe_draft
+from kernel.hub import HubClient
+from kernel.repos import HubRepo, gate_check
 from registry.models import HubModel, Role, RunTrigger, Submission, SubmissionStatus
-from registry.repos import HubRepo, gate_check
 from registry.services.gate import hub_client, pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from registry.services.runs import run_create
-from workers.errors import UserError
 
 
 def submission_create(

@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.core.management import call_command
 from django.utils import timezone
 
-from registry import certificates
+from kernel import certificates
 from registry.models import Certificate, RunTrigger
 from registry.services.certificates import signing_key
 from registry.services.schedules import certificates_sweep

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import certificates
+from kernel import certificates
 from registry.models import Certificate
 from registry.services.certificates import signing_key
 from registry.services.publishing import certificate_hub_pr_open
@@ -24,7 +24,7 @@ def test_a_hub_pr_is_queued_only_when_publishing_is_on(db, settings, django_capt
         assert settings.SPECHUB_HUB_PUBLISH is False  # the default
     with django_capture_on_commit_callbacks() as callbacks:
         finish_run(PairFactory.create())
-    assert any("_dispatch_hub_pr" in repr(callback) for callback in callbacks) is publish
+    assert any("registry.publish_certificate_to_hub" in repr(callback) for callback in callbacks) is publish
 
 
 def test_it_opens_a_pr_with_the_signed_certificate_against_a_hub_write_test_double(certificate, settings, monkeypatch):

@@ -34,6 +34,7 @@ def result_document() -> dict[str, Any]:
     }
     acceptance = {"mean_acceptance_length": 3.2, "acceptance_rate": 0.55, "per_position": [0.8, 0.6, 0.45, 0.35]}
     return {
+        "schema_version": 2,
         "stages": {
             "speculative": {"acceptance": acceptance},
             "throughput": {"levels": levels, "break_even_concurrency": 6.3, "theoretical_bound": 3.2, "per_category_speedup": {}},
@@ -47,7 +48,7 @@ def result_document() -> dict[str, Any]:
                 "reasons": ["greedy exact match 0.750 < 1.0"],
                 "thresholds": {"greedy_exact_match": 1.0, "sampling_alpha": 0.001, "min_speedup": 1.0},
             },
-        }
+        },
     }
 
 

@@ -8,9 +8,10 @@ from registry.models import CertificationRun, Pair
 from registry.services.runs import run_claim, run_create, run_finish
 
 
-def result_document(spec: Any, *, verdict: str, speedup: float | None, al: float | None, version: str) -> dict[str, Any]:
-    """Return a minimal result document with the fields the registry reads."""
+def result_document(spec: Any, *, verdict: str, speedup: float | None, al: float | None, version: str) -> Any:
+    """Return a minimal version-1 result document (the engine build only in `versions`) with the fields the registry reads."""
     return {
+        "schema_version": 1,
         "spec": spec.as_dict(),
         "stages": {
             "verdict": {"verdict": verdict, "reasons": [], "thresholds": {"min_speedup": 1.0}},

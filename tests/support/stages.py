@@ -14,10 +14,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from workers.director import Stage
-from workers.engines import ENGINE_PACKAGES, installed_engine_version
-from workers.errors import InfraError, UserError
-from workers.spec import RunSpec
+from kernel.builds import installed_engine_build
+from kernel.director import Stage
+from kernel.errors import InfraError, UserError
+from kernel.result import ResultDocument
+from kernel.spec import RunSpec
 
 Action = Callable[[RunSpec, Callable[[int], None]], dict[str, Any]]
 
@@ -34,7 +35,7 @@ class InjectedStage:
     name: str
     action: Action
 
-    def run(self, spec: RunSpec, document: dict[str, Any], report: Callable[[int], None]) -> dict[str, Any]:
+    def run(self, spec: RunSpec, document: ResultDocument, report: Callable[[int], None]) -> dict[str, Any]:
         _mark(spec, f"start {self.name}")
         result = self.action(spec, report)
         _mark(spec, f"end {self.name}")
@@ -54,7 +55,7 @@ def _verdict(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
         "reasons": [],
         "thresholds": asdict(spec.plan.thresholds),
         "workloads": {"chat": {"acceptance": acceptance, "equivalence": {}, "throughput": {}}},
-        "environment": {"versions": {ENGINE_PACKAGES[spec.engine][0]: installed_engine_version(spec.engine)}},
+        "environment": {"engine_build": installed_engine_build(spec.engine)},
     }
 
 

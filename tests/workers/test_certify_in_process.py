@@ -8,8 +8,8 @@ from django.test import override_settings
 from registry.models import WorkloadResult
 from registry.services import runs
 from registry.states import RunState
+from registry.tasks.certify import certify
 from tests.support.factories import RunFactory
-from workers.tasks import certify
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STAGES = "tests.support.stages."

@@ -18,9 +18,9 @@ from django.test import override_settings
 from registry.models import CertificationRun, WorkloadResult
 from registry.services.runs import run_create
 from registry.states import RunState
+from registry.tasks.timelimit import HARD_LIMIT_EXIT_CODE
 from tests.support.factories import PairFactory
 from tests.support.processes import start_worker, wait_until
-from workers.timelimit import HARD_LIMIT_EXIT_CODE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STAGES = "tests.support.stages."

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.spec import ModelRef, Plan, RunSpec
 from workers.reproduce import compare, spec_from_certificate
-from workers.spec import ModelRef, Plan, RunSpec
 
 SPEC = RunSpec(
     run_id=9, attempt=2, verifier=ModelRef("org/verifier", "a" * 40), draft=ModelRef("org/draft", "b" * 40),
@@ -11,7 +11,7 @@ SPEC = RunSpec(
 )  # fmt: skip
 
 
-def document(al: float, exact: float, speedup: float) -> dict[str, Any]:
+def document(al: float, exact: float, speedup: float) -> Any:
     acceptance = {"mean_acceptance_length": al, "acceptance_rate": (al - 1) / 4}
     return {
         "stages": {"speculative": {"acceptance": acceptance}, "throughput": {"levels": {"1": {"speedup": speedup}}}},
@@ -19,7 +19,7 @@ def document(al: float, exact: float, speedup: float) -> dict[str, Any]:
     }
 
 
-def certified(al: float = 4.0, exact: float = 1.0, speedup: float = 1.2) -> dict[str, Any]:
+def certified(al: float = 4.0, exact: float = 1.0, speedup: float = 1.2) -> Any:
     measured = document(al, exact, speedup)
     return {**measured["stages"], "workloads": measured["workloads"]}
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workers.errors import UserError
+from kernel.errors import UserError
 from workers.workloads import CATEGORIES, load_suite, parse_suite
 from workers.workloads.build import build
 

@@ -57,7 +57,7 @@ def acceptance_length(found: dict[str, Any]) -> float:
 
 @pytest.fixture(scope="session")
 def engine_client(local_hub, tmp_path_factory):
-    from registry.hub import HubClient
+    from kernel.hub import HubClient
 
     return HubClient(endpoint=local_hub.endpoint, cache_dir=tmp_path_factory.mktemp("engine-cache"))
 
@@ -72,7 +72,7 @@ def gate_config(
     client: Any, snapshots: dict[str, str], draft: str | None, method: str, options: dict[str, Any]
 ) -> dict[str, Any]:
     """Return the speculative_config the gate emits for the pair, with the draft at its pinned snapshot."""
-    from registry.repos import HubRepo, gate_check
+    from kernel.repos import HubRepo, gate_check
 
     report = gate_check(
         verifier=HubRepo(client, VERIFIER),

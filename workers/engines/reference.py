@@ -13,8 +13,8 @@ import os
 import platform
 from typing import Any
 
+from kernel.errors import UserError
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
-from workers.errors import UserError
 
 # A deliberately wrong acceptance rule, for showing that the sampling test catches a biased sampler.
 ACCEPT_RULES = ("rejection", "always")

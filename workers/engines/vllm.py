@@ -9,8 +9,8 @@ import os
 import platform
 from typing import Any
 
+from kernel.errors import InfraError, UserError
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
-from workers.errors import InfraError, UserError
 
 COUNTERS = {
     "vllm:spec_decode_num_drafts": "drafts",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workers.errors import UserError
+from kernel.errors import UserError
 
 CATEGORIES = ("code", "translation", "summarization", "chat", "math", "qa", "rag")
 SUITES = Path(__file__).parent

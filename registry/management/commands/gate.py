@@ -12,12 +12,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from registry.formats import Report
-from registry.formats.inputs import is_repo_id
-from registry.formats.vllm_support import DRAFTLESS_METHODS, METHODS
-from registry.repos import HubRepo, LocalRepo, RepoSource, gate_check
+from kernel.errors import InfraError, RunError
+from kernel.formats import Report
+from kernel.formats.inputs import is_repo_id
+from kernel.formats.vllm_support import DRAFTLESS_METHODS, METHODS
+from kernel.repos import HubRepo, LocalRepo, RepoSource, gate_check
 from registry.services.gate import hub_client
-from workers.errors import InfraError, RunError
 
 COULD_NOT_JUDGE = 2
 

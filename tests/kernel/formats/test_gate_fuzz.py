@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from registry.formats import judge
-from registry.formats.findings import HINTS, Severity
-from tests.registry.formats.configs import EAGLE3_LLAMA, LLAMA_31_8B, edited, gate_input, mapping
+from kernel.formats import judge
+from kernel.formats.findings import HINTS, Severity
+from tests.kernel.formats.configs import EAGLE3_LLAMA, LLAMA_31_8B, edited, gate_input, mapping
 
 DELETE = object()
 # Every field the gate checks in a speculators config, with values that must not pass.

@@ -7,8 +7,8 @@ from typing import Any, get_args
 
 import pytest
 
-from registry.formats import describe_draft, judge, speculative_config
-from registry.formats.vllm_support import (
+from kernel.formats import describe_draft, judge, speculative_config
+from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
     METHODS,
     SPECULATORS_METHOD,
@@ -16,7 +16,7 @@ from registry.formats.vllm_support import (
     UNSERVED_METHODS,
     VLLM_VERSION,
 )
-from tests.registry.formats.configs import EAGLE3_LLAMA, edited, gate_input, mapping
+from tests.kernel.formats.configs import EAGLE3_LLAMA, edited, gate_input, mapping
 from tests.support.processes import ROOT
 
 ZOO = ROOT / "zoo" / "models" / "spechub-toy"

@@ -8,15 +8,14 @@ state, stage, percent and heartbeat.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, cast
 
-from workers.errors import InfraError
-from workers.spec import RunSpec
+from kernel.errors import InfraError
+from kernel.result import SCHEMA_VERSION, STAGE_ORDER, ResultDocument
+from kernel.spec import RunSpec
 
-# Stage names in the order a certification goes through them.
-STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict")
-RESULT_SCHEMA_VERSION = 1
+__all__ = ["STAGE_ORDER", "Director", "Stage", "load_stages"]
 
 Progress = Callable[[str, int], None]
 
@@ -28,12 +27,12 @@ class Stage(Protocol):
     with the spec, the document so far (read it, do not mutate it) and a
     `report(percent)` callback for progress inside the stage (0-100). It
     returns this stage's part of the result document, JSON-serialisable. It
-    raises UserError or InfraError (workers.errors) to end or retry the run.
+    raises UserError or InfraError (kernel.errors) to end or retry the run.
     """
 
     name: str
 
-    def run(self, spec: RunSpec, document: dict[str, Any], report: Callable[[int], None]) -> dict[str, Any]: ...
+    def run(self, spec: RunSpec, document: ResultDocument, report: Callable[[int], None]) -> Mapping[str, Any]: ...
 
 
 class Director:
@@ -44,14 +43,15 @@ class Director:
             raise InfraError("director:no-stages")
         self.stages = list(stages)
 
-    def run(self, spec: RunSpec, progress: Progress) -> dict[str, Any]:
-        document: dict[str, Any] = {"schema_version": RESULT_SCHEMA_VERSION, "spec": spec.as_dict(), "stages": {}}
+    def run(self, spec: RunSpec, progress: Progress) -> ResultDocument:
+        stages: dict[str, Mapping[str, Any]] = {}
+        document = cast(ResultDocument, {"schema_version": SCHEMA_VERSION, "spec": spec.as_dict(), "stages": stages})
         for index, stage in enumerate(self.stages):
             report = self._reporter(stage.name, index, progress)
             report(0)
-            document["stages"][stage.name] = stage.run(spec, document, report)
+            stages[stage.name] = stage.run(spec, document, report)
             report(100)
-        verdict = document["stages"].get("verdict", {})
+        verdict = stages.get("verdict", {})
         document["workloads"] = verdict.get("workloads", {})
         document["environment"] = verdict.get("environment", {})
         return document

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from registry.formats import judge
-from registry.formats.findings import HINTS, Severity
-from tests.registry.formats.configs import (
+from kernel.formats import judge
+from kernel.formats.findings import HINTS, Severity
+from tests.kernel.formats.configs import (
     EAGLE3_LLAMA,
     GEMMA3_4B,
     LLAMA_31_8B,

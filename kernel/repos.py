@@ -1,6 +1,6 @@
 """The gate's I/O half: repo metadata and mapping tensors, read from the Hub or a local folder.
 
-The rules in registry.formats judge; this module only reads. A folder or Hub
+The rules in kernel.formats judge; this module only reads. A folder or Hub
 repo that cannot be read raises InfraError/UserError; anything readable but
 wrong is handed to the rules, which turn it into findings.
 """
@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from registry.formats import GateInput, Report, judge
-from registry.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, parse_json_object, tensor_span
-from registry.hub import METADATA_FILES, HubClient, is_safe_filename
-from workers.errors import InfraError
+from kernel.errors import InfraError
+from kernel.formats import GateInput, Report, judge
+from kernel.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, parse_json_object, tensor_span
+from kernel.hub import METADATA_FILES, HubClient, is_safe_filename
 
 # The safetensors format caps its JSON header at 100 MB.
 MAX_HEADER_BYTES = 100_000_000

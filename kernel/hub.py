@@ -10,6 +10,7 @@ from Django, so a worker can use it alone.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import time
@@ -38,7 +39,8 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils._http import default_client_factory
 
-from registry.formats.inputs import (
+from kernel.errors import InfraError, RunError, UserError
+from kernel.formats.inputs import (
     MAPPING_TENSORS,
     RepoMetadata,
     TensorData,
@@ -46,7 +48,6 @@ from registry.formats.inputs import (
     parse_json_object,
     tensor_span,
 )
-from workers.errors import InfraError, RunError, UserError
 
 T = TypeVar("T")
 SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -106,6 +107,12 @@ class HubClient:
         self.token = token
         self.retries, self.backoff = retries, backoff
         self.api = HfApi(endpoint=endpoint, token=token)
+
+    @classmethod
+    def from_environment(cls) -> HubClient:
+        """Return a client from the process environment (HF_ENDPOINT, SPECHUB_HUB_CACHE), for workers without Django."""
+        cache = os.environ.get("SPECHUB_HUB_CACHE")
+        return cls(endpoint=os.environ.get("HF_ENDPOINT"), cache_dir=Path(cache) if cache else None)
 
     def resolve(self, repo_id: str, revision: str) -> str:
         """Return the commit sha that `revision` (branch, tag or sha) names in repo_id."""

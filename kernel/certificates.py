@@ -18,17 +18,36 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from kernel.result import CertifiedResults, Environment
 
 FORMAT = "spechub-certificate/1"
 ALGORITHM = "ed25519"
 _HEX_SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
 _ENVELOPE_KEYS = {"certificate", "signature"}
 _SIGNATURE_KEYS = {"algorithm", "key_id", "value"}
+
+
+class Payload(TypedDict):
+    """What a certificate states: the pinned inputs, the environment, the results and the verdict."""
+
+    format: str
+    serial: int
+    issuer: str
+    issued_at: str
+    expires_at: str
+    verdict: str
+    reasons: list[str]
+    thresholds: dict[str, float]
+    inputs: dict[str, Any]  # kernel.spec.RunSpec.as_dict() less the run id and attempt
+    environment: Environment
+    results: CertifiedResults
+    reproduce: str
 
 
 class CertificateInvalid(Exception):
@@ -41,7 +60,7 @@ def canonical(value: Any) -> bytes:
     return text.encode("utf-8")
 
 
-def digest(payload: dict[str, Any]) -> str:
+def digest(payload: Payload) -> str:
     """Return the sha256 of the payload's canonical bytes."""
     return hashlib.sha256(canonical(payload)).hexdigest()
 
@@ -52,7 +71,7 @@ def key_id(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def sign(payload: dict[str, Any], private_key: Ed25519PrivateKey) -> bytes:
+def sign(payload: Payload, private_key: Ed25519PrivateKey) -> bytes:
     """Return the certificate file's bytes: the payload with its signature, canonical, newline-terminated."""
     signature = {
         "algorithm": ALGORITHM,
@@ -64,7 +83,7 @@ def sign(payload: dict[str, Any], private_key: Ed25519PrivateKey) -> bytes:
 
 @dataclass(frozen=True)
 class Verified:
-    payload: dict[str, Any]
+    payload: Payload
     key_id: str
     signature: str
     digest: str
@@ -83,7 +102,8 @@ def verify(data: bytes, public_key: Ed25519PublicKey) -> Verified:
         public_key.verify(bytes.fromhex(signature["value"]), canonical(envelope["certificate"]))
     except InvalidSignature:
         raise CertificateInvalid("The signature does not match the content: the certificate was changed after signing.") from None
-    return Verified(envelope["certificate"], signature["key_id"], signature["value"], digest(envelope["certificate"]))
+    payload = cast(Payload, envelope["certificate"])
+    return Verified(payload, signature["key_id"], signature["value"], digest(payload))
 
 
 def _parse(data: bytes) -> dict[str, Any]:

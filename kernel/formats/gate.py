@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from registry.formats.findings import Finding, Severity
-from registry.formats.inputs import GateInput
-from registry.formats.parse import NO_DRAFT, DraftFormat, describe_draft, describe_verifier
-from registry.formats.recipe import Recipe, serving_recipe
-from registry.formats.rules import RULES, Context, Rule
-from registry.formats.vllm_support import VLLM_VERSION
+from kernel.formats.findings import Finding, Severity
+from kernel.formats.inputs import GateInput
+from kernel.formats.parse import NO_DRAFT, DraftFormat, describe_draft, describe_verifier
+from kernel.formats.recipe import Recipe, serving_recipe
+from kernel.formats.rules import RULES, Context, Rule
+from kernel.formats.vllm_support import VLLM_VERSION
 
 # The k a pair is certified at when neither the pair nor the draft's config names one.
 DEFAULT_K = 4

@@ -10,10 +10,10 @@ from typing import Any
 from celery.signals import worker_ready
 from django.conf import settings
 
+from kernel.builds import installed_engine_build
+from kernel.errors import RunError
 from registry.celery import app
 from registry.services import notifications, publishing, runs, schedules
-from workers.engines import installed_engine_version
-from workers.errors import RunError
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def publish_certificate_to_hub(self: Any, certificate_id: int) -> str:
 def report_engine_build(sender: Any, **_: Any) -> None:
     """Tell the registry which engine build this worker brings to each hardware queue it serves."""
     engine = settings.SPECHUB_DEFAULT_ENGINE
-    version = installed_engine_version(engine)
+    version = installed_engine_build(engine)
     if not version:
         return
     worker = f"{getattr(sender, 'hostname', socket.gethostname())}:{os.getpid()}"

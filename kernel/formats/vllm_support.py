@@ -1,6 +1,6 @@
 """What the pinned vLLM build serves, written down so the web tier needs no vLLM.
 
-tests/registry/formats/test_vllm_support.py checks every entry against the
+tests/kernel/formats/test_vllm_support.py checks every entry against the
 installed vLLM, so this table cannot drift from the engine silently.
 """
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from registry.formats.findings import Finding, Severity
-from registry.formats.gate import Report, judge
-from registry.formats.inputs import GateInput, RepoMetadata, TensorData, tokenizer_hash
-from registry.formats.parse import DraftFormat, describe_draft, describe_verifier
-from registry.formats.recipe import Recipe, serving_recipe, speculative_config
+from kernel.formats.findings import Finding, Severity
+from kernel.formats.gate import Report, judge
+from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, tokenizer_hash
+from kernel.formats.parse import DraftFormat, describe_draft, describe_verifier
+from kernel.formats.recipe import Recipe, serving_recipe, speculative_config
 
 __all__ = [
     "DraftFormat",

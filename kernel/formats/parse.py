@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from registry.formats.findings import Finding, error
-from registry.formats.vllm_support import SPECULATORS_METHOD
+from kernel.formats.findings import Finding, error
+from kernel.formats.vllm_support import SPECULATORS_METHOD
 
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from registry.formats import GateInput, RepoMetadata, TensorData
+from kernel.formats import GateInput, RepoMetadata, TensorData
 
 LLAMA_31_8B = {
     "architectures": ["LlamaForCausalLM"],

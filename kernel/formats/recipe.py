@@ -11,8 +11,8 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from registry.formats.parse import DraftFormat
-from registry.formats.vllm_support import DRAFTLESS_METHODS, SPECULATORS_METHOD
+from kernel.formats.parse import DraftFormat
+from kernel.formats.vllm_support import DRAFTLESS_METHODS, SPECULATORS_METHOD
 
 
 @dataclass(frozen=True)

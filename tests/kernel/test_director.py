@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from kernel.director import STAGE_ORDER, Director, load_stages
+from kernel.errors import InfraError, UserError
+from kernel.spec import ModelRef, RunSpec
 from tests.support.stages import InjectedStage, injected_quick_stages
-from workers.director import STAGE_ORDER, Director, load_stages
-from workers.errors import InfraError, UserError
-from workers.spec import ModelRef, RunSpec
 
 
 def spec() -> RunSpec:
@@ -56,7 +56,7 @@ def test_the_default_worker_build_has_the_measuring_stages_in_order():
     assert [stage.name for stage in load_stages("workers.stages.default_stages")] == list(STAGE_ORDER)
 
 
-@pytest.mark.parametrize("path", ["nowhere.stages", "workers.stages.missing", "workers.director.STAGE_ORDER", "plain"])
+@pytest.mark.parametrize("path", ["nowhere.stages", "workers.stages.missing", "kernel.director.STAGE_ORDER", "plain"])
 def test_a_bad_stage_path_is_an_infra_error_naming_it(path):
     with pytest.raises(InfraError, match=path.replace(".", r"\.")) as error:
         load_stages(path)
@@ -70,15 +70,3 @@ def test_errors_refuse_a_code_raised_as_the_wrong_fault():
         UserError("worker:lost")
     with pytest.raises(KeyError, match="unknown error code"):
         InfraError("no:such-code")
-
-
-def test_the_director_core_imports_nothing_from_django():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, workers.director, workers.spec, workers.errors, workers.heartbeat, workers.stages; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'django', 'registry', 'celery'}))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"

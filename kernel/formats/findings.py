@@ -83,7 +83,7 @@ class Finding:
 def finding(code: str, severity: Severity, message: str) -> Finding:
     """Return a Finding whose rule is read from its code (gate:<rule>-<what>)."""
     if code not in HINTS:
-        raise KeyError(f"gate code {code!r} has no entry in registry.formats.findings.HINTS")
+        raise KeyError(f"gate code {code!r} has no entry in kernel.formats.findings.HINTS")
     rule = code.removeprefix("gate:").split("-", 1)[0]
     return Finding(rule=rule, code=code, severity=severity, message=message)
 

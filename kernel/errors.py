@@ -138,7 +138,7 @@ class RunError(Exception):
 
     def __init__(self, code: str, detail: str = "") -> None:
         if code not in ERRORS:
-            raise KeyError(f"unknown error code {code!r}; add it to workers/errors.py")
+            raise KeyError(f"unknown error code {code!r}; add it to kernel/errors.py")
         self.code = code
         self.text = ERRORS[code]
         self.detail = detail

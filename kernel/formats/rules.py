@@ -9,7 +9,7 @@ A rule's contract:
 - severity error refuses the pair, warning and info only inform.
 
 To add a rule: write one function here, append it to RULES, add its codes to
-HINTS, and add one test under tests/registry/formats/.
+HINTS, and add one test under tests/kernel/formats/.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from registry.formats.findings import Finding, error, info, warning
-from registry.formats.inputs import GateInput, RepoMetadata, TensorData, is_repo_id, tokenizer_hash
-from registry.formats.parse import DraftFormat, VerifierFacts
-from registry.formats.vllm_support import (
+from kernel.formats.findings import Finding, error, info, warning
+from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, is_repo_id, tokenizer_hash
+from kernel.formats.parse import DraftFormat, VerifierFacts
+from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
     DRAFTLESS_METHODS,
     EAGLE3_LAYER_MODEL_TYPES,

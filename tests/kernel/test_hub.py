@@ -1,4 +1,4 @@
-"""registry.hub with the real huggingface_hub client against olah serving the toy zoo."""
+"""kernel.hub with the real huggingface_hub client against olah serving the toy zoo."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from registry.formats import tokenizer_hash
-from registry.hub import HubClient, check_filename
+from kernel.errors import InfraError, UserError
+from kernel.formats import tokenizer_hash
+from kernel.hub import HubClient, check_filename
 from tests.services import free_port
-from workers.errors import InfraError, UserError
 from zoo.localhub import LocalHub, commit_all, git_sha
 
 DRAFT = "spechub-toy/llama-draft-1l"
@@ -149,7 +149,7 @@ def _constructed(error_class, status: int):
 def test_classify_maps_constructed_client_errors(error_class, status, code, retryable):
     from huggingface_hub import errors
 
-    from registry.hub import classify
+    from kernel.hub import classify
 
     error = classify(_constructed(getattr(errors, error_class), status), "org/name", "main")
     assert (error.code, error.retryable) == (code, retryable)

@@ -1,4 +1,8 @@
-"""Celery tasks: thin interfaces that load ids, call services, and own retry policy."""
+"""The certification task: the run's lifecycle around the director, which does the work.
+
+The director and its stages know nothing of Django; the stages are found by the dotted
+path in SPECHUB_DIRECTOR_STAGES, so this module imports nothing from the workers' core.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,20 @@ import logging
 import os
 import socket
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection
 
+from kernel.director import Director, load_stages
+from kernel.errors import InfraError, RunError
+from kernel.result import ResultDocument
+from kernel.spec import RunSpec
 from registry.celery import app
 from registry.services import runs
-from workers.director import Director, load_stages
-from workers.errors import InfraError, RunError
-from workers.heartbeat import Heartbeat
-from workers.spec import RunSpec
-from workers.timelimit import TimeLimits
+from registry.tasks.heartbeat import Heartbeat
+from registry.tasks.timelimit import TimeLimits
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ class CertifyTask(Task):  # type: ignore[type-arg]
         soft, hard = settings.SPECHUB_RUN_SOFT_TIME_LIMIT, settings.SPECHUB_RUN_HARD_TIME_LIMIT
         return TimeLimits(soft, hard, on_hard=lambda: _fail_hard_limit(spec))
 
-    def _direct(self, spec: RunSpec) -> dict[str, Any]:
+    def _direct(self, spec: RunSpec) -> ResultDocument:
         def progress(stage: str, percent: int) -> None:
             runs.run_progress(run_id=spec.run_id, attempt=spec.attempt, stage=stage, percent=percent)
 

@@ -1,0 +1,122 @@
+"""The house's layers: registry -> kernel <- workers, no import cycles, and a Django-free core."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.support.processes import ROOT, process_env
+
+PACKAGES = ("registry", "kernel", "workers", "zoo", "bench", "tests")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {
+        module_name(path): path
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts and "models" not in path.relative_to(ROOT).parts[1:2]
+    }
+
+
+def imported(path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """Yield the project modules `path` imports, at any depth in the file (function-level imports count)."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])])
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        yield from (name for name in names if name in modules)
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: set(imported(path, modules)) - {name} for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            if component:
+                found.append(sorted([*component, node]))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def arrows(graph: dict[str, set[str]], source: str, target: str) -> list[str]:
+    top = lambda name: name.split(".")[0]  # noqa: E731
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if top(a) == source and top(b) == target)
+
+
+def test_the_reader_sees_imports_at_every_depth():
+    graph = import_graph()
+    assert "kernel.result" in graph["kernel.director"]
+    assert "registry.dispatch" in graph["registry.services.runs"]
+    assert "registry.tasks" in graph["registry.apps"]  # a function-level import
+
+
+def test_no_module_imports_itself_back_through_others():
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_registry_and_workers_never_import_each_other_and_the_kernel_imports_neither():
+    graph = import_graph()
+    assert arrows(graph, "registry", "workers") == []
+    assert arrows(graph, "workers", "registry") == []
+    assert arrows(graph, "kernel", "registry") == arrows(graph, "kernel", "workers") == []
+
+
+def test_the_kernel_and_the_workers_core_import_no_django():
+    code = (
+        "import sys, workers.__main__, workers.certification, workers.stages, workers.engines.vllm, "
+        "workers.engines.reference, kernel.formats, kernel.repos, kernel.result, kernel.director, kernel.certificates\n"
+        "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
+        "assert not loaded, loaded[:5]"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=process_env(drop=("DJANGO_SETTINGS_MODULE",)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
