@@ -12,7 +12,6 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from kernel.hub import HubClient
 from kernel.repos import HubRepo, gate_check
@@ -24,7 +23,7 @@ TARGET_SECONDS = 2.0
 VERIFIER = f"{ORG}/llama-verifier"
 
 
-def judge_once(endpoint: str, draft: str | None, method: str | None, options: dict[str, Any]) -> tuple[float, bool]:
+def judge_once(endpoint: str, draft: str | None, method: str | None, options: dict[str, object]) -> tuple[float, bool]:
     """Return (seconds, compatible) for one cold judgement."""
     with tempfile.TemporaryDirectory() as cache:
         client = HubClient(endpoint=endpoint, cache_dir=Path(cache))
@@ -43,7 +42,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     repeats = parser.parse_args().repeats
-    cases: list[tuple[str | None, str | None, dict[str, Any]]] = [(p.draft, p.method, p.options) for p in ZOO_PAIRS] + [
+    cases: list[tuple[str | None, str | None, dict[str, object]]] = [(p.draft, p.method, p.options) for p in ZOO_PAIRS] + [
         (name, None, {}) for name in BROKEN
     ]
     worst: list[float] = []

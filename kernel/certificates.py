@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from kernel.result import CertifiedResults, Environment
+from kernel.spec import InputFields
 
 FORMAT = "spechub-certificate/1"
 ALGORITHM = "ed25519"
@@ -44,7 +45,7 @@ class Payload(TypedDict):
     verdict: str
     reasons: list[str]
     thresholds: dict[str, float]
-    inputs: dict[str, Any]  # kernel.spec.RunSpec.as_dict() less the run id and attempt
+    inputs: InputFields
     environment: Environment
     results: CertifiedResults
     reproduce: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import struct
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -163,7 +163,7 @@ def gate_inputs(
     draft: RepoSource | None,
     method: str | None = None,
     k: int | None = None,
-    options: dict[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> GateInput:
     """Read both repos' metadata, and the draft's mapping tensors when its headers list them."""
     verifier_meta = verifier.metadata()

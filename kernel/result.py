@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from kernel.builds import engine_build as build_among
+from kernel.spec import SpecFields
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = frozenset({1, 2})
@@ -116,14 +117,14 @@ class Environment(TypedDict, total=False):
     hardware_class: str
     cpu: str
     cpu_count: int | None
-    engine: dict[str, Any]  # the engine's own manifest: its arguments, as the engine reports them
-    baseline_engine: dict[str, Any]
+    engine: dict[str, object]  # the engine's own manifest: its arguments, as the engine reports them
+    baseline_engine: dict[str, object]
     dtype: str
     enforce_eager: bool
     k: int
     seed: int
     workloads: Suite
-    speculative_config: dict[str, Any] | None
+    speculative_config: dict[str, object] | None
 
 
 class Verdict(TypedDict):
@@ -134,23 +135,28 @@ class Verdict(TypedDict):
     environment: Environment
 
 
+class BaselineCache(TypedDict):
+    key: str
+    hit: bool
+
+
 class BaselineStage(TypedDict):
-    cache: dict[str, Any]
+    cache: BaselineCache
     start_seconds: float
-    manifest: dict[str, Any]
+    manifest: dict[str, object]
 
 
 class SpeculativeStage(TypedDict):
     start_seconds: float
-    manifest: dict[str, Any]
+    manifest: dict[str, object]
     acceptance: Acceptance
 
 
 class Stages(TypedDict, total=False):
     """Each stage's part; a director given fewer stages (tests, partial runs) leaves the rest out."""
 
-    fetch: dict[str, Any]
-    gate: dict[str, Any]  # the gate's report, as kernel.formats.Report.as_dict gives it
+    fetch: dict[str, str | None]  # the pinned commits fetched
+    gate: dict[str, object]  # the gate's report, as kernel.formats.Report.as_dict gives it
     baseline: BaselineStage
     speculative: SpeculativeStage
     equivalence: Equivalence
@@ -160,7 +166,7 @@ class Stages(TypedDict, total=False):
 
 class ResultDocument(TypedDict):
     schema_version: int
-    spec: dict[str, Any]  # kernel.spec.RunSpec.as_dict()
+    spec: SpecFields
     stages: Stages
     workloads: dict[str, WorkloadFigures]
     environment: Environment
@@ -177,13 +183,23 @@ class Summary(TypedDict):
     engine_build: str
 
 
+class CertifiedAcceptance(TypedDict):
+    acceptance: Acceptance | None
+
+
+class CertifiedEquivalence(TypedDict):
+    greedy: dict[str, Greedy] | None
+    reference: dict[str, Greedy] | None
+    sampling: list[SamplingTest] | None
+
+
 class CertifiedResults(TypedDict):
     """The part of a document a certificate carries; the raw sweeps stay with the run."""
 
     workloads: dict[str, WorkloadFigures]
-    speculative: dict[str, Any]
-    equivalence: dict[str, Any]
-    throughput: Throughput | dict[str, Any]
+    speculative: CertifiedAcceptance
+    equivalence: CertifiedEquivalence
+    throughput: Throughput | None
 
 
 class UnreadableResult(ValueError):
@@ -294,22 +310,25 @@ def certified_results(document: ResultDocument) -> CertifiedResults:
     return {
         "workloads": workloads(document),
         "speculative": {"acceptance": accepted},
-        "equivalence": {key: equal.get(key) if equal else None for key in ("greedy", "reference", "sampling")},
-        "throughput": throughput(document) or {},
+        "equivalence": {
+            "greedy": equal.get("greedy") if equal else None,
+            "reference": equal.get("reference") if equal else None,
+            "sampling": equal.get("sampling") if equal else None,
+        },
+        "throughput": throughput(document),
     }
 
 
 def comparable_figures(results: CertifiedResults) -> dict[str, float | None]:
     """Return the figures reproduce compares, named `<kind>:<figure>`; kinds are acceptance, exact and speedup."""
-    accepted = results["speculative"].get("acceptance") or {}
-    measured_throughput: Mapping[str, Any] = results["throughput"]
-    levels_measured = measured_throughput.get("levels", {})
+    accepted, measured = results["speculative"]["acceptance"], results["throughput"]
+    level_1 = measured["levels"].get("1") if measured else None
     figures: dict[str, float | None] = {
-        "acceptance:mean_acceptance_length": accepted.get("mean_acceptance_length"),
-        "acceptance:acceptance_rate": accepted.get("acceptance_rate"),
-        "speedup:concurrency 1": levels_measured.get("1", {}).get("speedup"),
+        "acceptance:mean_acceptance_length": accepted["mean_acceptance_length"] if accepted else None,
+        "acceptance:acceptance_rate": accepted["acceptance_rate"] if accepted else None,
+        "speedup:concurrency 1": level_1["speedup"] if level_1 else None,
     }
-    for category, measured in sorted(results["workloads"].items()):
-        figures[f"acceptance:{category} AL"] = (measured.get("acceptance") or {}).get("mean_acceptance_length")
-        figures[f"exact:{category} greedy exact match"] = (measured.get("equivalence") or {}).get("greedy_exact_match")
+    for category, found in sorted(results["workloads"].items()):
+        figures[f"acceptance:{category} AL"] = (found.get("acceptance") or {}).get("mean_acceptance_length")
+        figures[f"exact:{category} greedy exact match"] = (found.get("equivalence") or {}).get("greedy_exact_match")
     return figures

@@ -3,7 +3,56 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TypedDict, cast
+
+
+class Pinned(TypedDict):
+    repo_id: str
+    sha: str
+
+
+class PlanFields(TypedDict):
+    workloads: str
+    concurrency: list[int] | tuple[int, ...]  # a tuple in memory, a list once stored as JSON
+    repeats: int
+    throughput_prompts: int
+    dtype: str
+    seed: int
+    enforce_eager: bool
+    max_model_len: int
+    sampling_temperature: float
+    sampling_samples: int
+    sampling_prefixes: int
+    reference_check: bool
+    thresholds: dict[str, float]
+
+
+class InputFields(TypedDict):
+    """What a certification is of and how it measures: a RunSpec as JSON, less the run and attempt."""
+
+    verifier: Pinned
+    draft: Pinned | None
+    method: str
+    num_speculative_tokens: int
+    engine: str
+    hardware: str
+    verifier_dtype: str
+    draft_dtype: str
+    options: dict[str, object]
+    plan: PlanFields
+
+
+class SpecFields(InputFields):
+    """A RunSpec as JSON, as the result document carries it."""
+
+    run_id: int
+    attempt: int
+
+
+def inputs_of(fields: SpecFields) -> InputFields:
+    """Return what a spec pins, without the run and attempt it was made for (a certificate's inputs)."""
+    inputs = {key: value for key, value in fields.items() if key not in ("run_id", "attempt")}
+    return cast(InputFields, inputs)
 
 
 @dataclass(frozen=True)
@@ -56,8 +105,9 @@ class RunSpec:
     hardware: str
     verifier_dtype: str = "auto"
     draft_dtype: str = "auto"
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)
     plan: Plan = field(default_factory=lambda: Plan())
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> SpecFields:
+        fields: SpecFields = asdict(self)  # type: ignore[assignment]  # asdict is typed dict[str, Any]
+        return fields

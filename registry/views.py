@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
 from kernel.errors import ERRORS, RunError
@@ -42,20 +44,47 @@ def catalog(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = pair_page(pair=get_object_or_404(Pair.objects.select_related("verifier", "draft"), pk=pk))
-    acceptance = page["acceptance"]
-    positions = acceptance.get("per_position", [])
-    page["acceptance_chart"] = charts.bars(
-        positions, [f"#{i + 1}" for i in range(len(positions))], title="Acceptance rate per draft position"
-    )
-    page["speedup_chart"] = charts.speedup_lines(
-        page["levels"],
-        {"speedup": page["speedups"]},
-        title="Speedup against concurrency",
-        bound=page["throughput"].get("theoretical_bound"),
-        break_even=page["throughput"].get("break_even_concurrency"),
-    )
+    page.update(_pair_charts(page))
     page["environment_json"] = json.dumps(page["environment"], indent=2, sort_keys=True)
     return render(request, "registry/pair.html", page)
+
+
+def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
+    """Return the pair page's charts, drawn from the figures its tables show."""
+    positions = page["acceptance"].get("per_position", [])
+    throughput = page["throughput"]
+    figures = throughput.get("levels", {})
+    results = page["results"]
+    labels = [result.category for result in results]
+    return {
+        "acceptance_chart": charts.bars(
+            positions, [f"#{i + 1}" for i in range(len(positions))], title="Acceptance rate per draft position"
+        ),
+        "speedup_chart": charts.speedup_lines(
+            page["levels"],
+            {"speedup": page["speedups"]},
+            title="Speedup against concurrency",
+            bound=throughput.get("theoretical_bound"),
+            break_even=throughput.get("break_even_concurrency"),
+            intervals=[figures[str(level)].get("speedup_interval") for level in page["levels"]],
+        ),
+        "workload_al_chart": charts.hbars(
+            [result.mean_acceptance_length for result in results],
+            labels,
+            title="Mean acceptance length per workload",
+            x_label="mean acceptance length (tokens per step)",
+            name="workload-acceptance",
+        ),
+        "workload_speedup_chart": charts.hbars(
+            [result.speedup for result in results],
+            labels,
+            title="Speedup at concurrency 1 per workload",
+            x_label="speedup at concurrency 1",
+            reference=1.0,
+            unit=charts.TIMES,
+            name="workload-speedup",
+        ),
+    }
 
 
 @require_GET

@@ -10,9 +10,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from kernel import result
+from kernel import certificates, result
 from kernel.director import Director
 from kernel.errors import RunError, UserError
 from kernel.hub import HubClient
@@ -93,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     return _report(compare(payload["results"], document, rtol=args.rtol, speedup_rtol=args.speedup_rtol)) if payload else 0
 
 
-def _certificate(path: Path) -> dict[str, Any]:
+def _certificate(path: Path) -> certificates.Payload:
     try:
-        payload: dict[str, Any] = json.loads(path.read_bytes())["certificate"]
+        payload: certificates.Payload = json.loads(path.read_bytes())["certificate"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError("run:invalid-spec", f"{path} is not a SpecHub certificate file ({exc}).") from None
     return payload

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 from kernel import result
 from kernel.builds import engine_build, installed_versions
@@ -58,7 +58,7 @@ class Measured(TypedDict):
     counters: dict[str, RawCounters]
     samples: Outputs
     sweep: dict[str, list[Timing]]
-    manifest: dict[str, Any]
+    manifest: dict[str, object]
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Workbench:
     suite: Suite
     paths: dict[str, Path] = field(default_factory=dict)
     gate: Report | None = None
-    engine_config: dict[str, Any] | None = None
+    engine_config: dict[str, object] | None = None
     prompts: list[list[int]] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
     baseline: Measured | None = None
@@ -103,7 +103,7 @@ def fetch(bench: Workbench, report: Tick) -> dict[str, str | None]:
     return {"verifier": spec.verifier.sha, "draft": spec.draft.sha if spec.draft else None}
 
 
-def gate(bench: Workbench, report: Tick) -> dict[str, Any]:
+def gate(bench: Workbench, report: Tick) -> dict[str, object]:
     """Judge the downloaded snapshots; the engine is configured from the gate's own recipe."""
     spec = bench.spec
     draft = _snapshot_repo(bench.paths["draft"], spec.draft.repo_id, spec.draft.sha) if spec.draft else None

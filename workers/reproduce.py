@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from kernel import result
+from kernel import certificates, result
 from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
 
 
-def spec_from_certificate(payload: dict[str, Any]) -> RunSpec:
+def spec_from_certificate(payload: certificates.Payload) -> RunSpec:
     """Return the run spec a certificate pins: repos at their shas, method, k, engine, hardware and plan."""
     inputs = payload["inputs"]
-    plan = dict(inputs["plan"])
-    plan["concurrency"] = tuple(plan["concurrency"])
-    plan["thresholds"] = Thresholds(**plan["thresholds"])
+    plan = inputs["plan"]
     draft = inputs.get("draft")
     return RunSpec(
         run_id=0,
@@ -28,7 +25,12 @@ def spec_from_certificate(payload: dict[str, Any]) -> RunSpec:
         verifier_dtype=inputs.get("verifier_dtype", "auto"),
         draft_dtype=inputs.get("draft_dtype", "auto"),
         options=inputs.get("options", {}),
-        plan=Plan(**plan),
+        plan=Plan(
+            # The other plan fields are stored as Plan holds them; mypy cannot match TypedDict items to keywords.
+            **{key: value for key, value in plan.items() if key not in ("concurrency", "thresholds")},  # type: ignore[arg-type]
+            concurrency=tuple(plan["concurrency"]),
+            thresholds=Thresholds(**plan["thresholds"]),
+        ),
     )
 
 

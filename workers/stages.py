@@ -41,5 +41,7 @@ def default_stages() -> list[Stage]:
     from workers import certification as c
 
     shared = _Shared()
-    steps = [c.fetch, c.gate, c.baseline, c.speculative, c.equivalence, c.throughput, c.verdict]
+    steps: list[Callable[[Workbench, Callable[[int], None]], Mapping[str, Any]]] = [
+        c.fetch, c.gate, c.baseline, c.speculative, c.equivalence, c.throughput, c.verdict,
+    ]  # fmt: skip
     return [MeasuringStage(step.__name__, step, shared) for step in steps]

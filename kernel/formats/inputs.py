@@ -8,6 +8,7 @@ import math
 import re
 import sys
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +85,7 @@ class GateInput:
     draft: RepoMetadata | None
     method: str | None = None
     k: int | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
     tensors: dict[str, TensorData] = field(default_factory=dict)
 
 

@@ -96,7 +96,7 @@ class Fields:
             found[key] = self.integers(key) if isinstance(value, list) else _one(self.integer(key, minimum=0))
         return found
 
-    def unread(self) -> dict[str, Any]:
+    def unread(self) -> dict[str, object]:
         return {key: value for key, value in self.document.items() if key not in self.read}
 
 
@@ -152,10 +152,10 @@ class DraftFormat:
     target_hidden_size: int | None = None
     aux_layer_ids: tuple[int, ...] | None = None
     auto_map: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
     problems: tuple[Finding, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "method": self.method,

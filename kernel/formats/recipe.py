@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from kernel.formats.parse import DraftFormat
 from kernel.formats.vllm_support import DRAFTLESS_METHODS, SPECULATORS_METHOD
@@ -17,11 +17,11 @@ from kernel.formats.vllm_support import DRAFTLESS_METHODS, SPECULATORS_METHOD
 
 @dataclass(frozen=True)
 class Recipe:
-    speculative_config: dict[str, Any]
+    speculative_config: dict[str, object]
     serve: str
     serve_short: str | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -32,10 +32,10 @@ def speculative_config(
     fmt: DraftFormat,
     draft_model: str | None,
     draft_revision: str | None = None,
-    options: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    options: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """Return vLLM's speculative_config for the pair; draft_model is a repo id or a local folder."""
-    config: dict[str, Any] = {"method": method, "num_speculative_tokens": k}
+    config: dict[str, object] = {"method": method, "num_speculative_tokens": k}
     if fmt.kind == "speculators" and fmt.algorithm in SPECULATORS_METHOD:
         config.update(SPECULATORS_METHOD[fmt.algorithm][1])  # what vLLM derives from the format itself
     if method not in DRAFTLESS_METHODS:
@@ -53,7 +53,7 @@ def serving_recipe(
     method: str,
     k: int,
     fmt: DraftFormat,
-    options: dict[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> Recipe:
     """Return the config and command lines for verifier and draft given as (repo_id, sha)."""
     config = speculative_config(
@@ -70,7 +70,7 @@ def serving_recipe(
 
 
 def _short_form(
-    verifier: tuple[str, str], draft: tuple[str, str] | None, k: int, fmt: DraftFormat, options: dict[str, Any] | None
+    verifier: tuple[str, str], draft: tuple[str, str] | None, k: int, fmt: DraftFormat, options: Mapping[str, object] | None
 ) -> str | None:
     """`vllm serve <speculator>` when vLLM reads everything else from the speculators config.
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from kernel import certificates, result
+from kernel.spec import inputs_of
 from registry.models import Certificate, CertificationRun, Verdict
 from registry.selectors import run_document
 
@@ -37,7 +38,7 @@ def certificate_payload(*, run: CertificationRun, verdict: result.Verdict, issue
     """Return what a certificate states about a finished run, pinned by sha."""
     document = run_document(run)
     assert document is not None, "a run with a verdict has a document"
-    inputs = {key: value for key, value in document["spec"].items() if key not in ("run_id", "attempt")}
+    inputs = inputs_of(document["spec"])
     return {
         "format": certificates.FORMAT,
         "serial": run.pk,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 _EMAILED = {WebhookEvent.REGRESSED, WebhookEvent.EXPIRED}
 
 
-def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: dict[str, Any]) -> list[WebhookDelivery]:
+def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: Mapping[str, object]) -> list[WebhookDelivery]:
     """Queue one delivery of `event` per subscribed endpoint of the pair's owner, and email them.
 
     `subject` names what the event is about (a run, a certificate): raising the same

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -48,8 +49,8 @@ def pair_get_or_create(
     num_speculative_tokens: int,
     verifier_dtype: str = "auto",
     draft_dtype: str = "auto",
-    options: dict[str, Any] | None = None,
-    format_metadata: dict[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
+    format_metadata: Mapping[str, object] | None = None,
 ) -> tuple[Pair, bool]:
     """Return the pair with this identity, creating it exactly once even when processes race.
 

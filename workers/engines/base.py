@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,13 +40,13 @@ class EngineConfig:
     """How to load one engine: the verifier folder, and the speculative config (None: verifier alone)."""
 
     verifier: str
-    speculative_config: dict[str, Any] | None = None
+    speculative_config: dict[str, object] | None = None
     dtype: str = "float32"
     max_model_len: int = 512
     seed: int = 0
     enforce_eager: bool = True
     kv_cache_gib: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ class Engine(ABC):
     def counters(self) -> SpecCounters: ...
 
     @abstractmethod
-    def manifest(self) -> dict[str, Any]: ...
+    def manifest(self) -> dict[str, object]: ...
 
     @abstractmethod
     def stop(self) -> None: ...

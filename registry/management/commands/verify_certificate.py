@@ -52,7 +52,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps({"valid": True, "expired": expired, "digest": verified.digest, **payload}, indent=2))
         else:
             inputs = payload["inputs"]
-            draft = inputs["draft"]["repo_id"] + "@" + inputs["draft"]["sha"] if inputs.get("draft") else inputs["method"]
+            pinned = inputs["draft"]
+            draft = f"{pinned['repo_id']}@{pinned['sha']}" if pinned else inputs["method"]
             self.stdout.write(
                 f"Signature valid (ed25519, key {verified.key_id}); digest {verified.digest}.\n"
                 f"  {payload['verdict']}: {draft} → {inputs['verifier']['repo_id']}@{inputs['verifier']['sha']}"

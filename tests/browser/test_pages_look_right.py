@@ -1,0 +1,232 @@
+"""The pages as a person sees them: screenshots at desktop and phone widths, axe-core, layout and copy buttons.
+
+The screenshots are kept in var/screenshots/ (git-ignored) for a person to look at; the path is printed.
+axe-core comes from npm, pinned, installed by scripts/bootstrap_browser.sh.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from registry.models import CertificationRun, Pair
+from registry.services.demo import demo_catalog_load
+from registry.services.runs import run_claim, run_create, run_finish
+from registry.states import RunState
+from tests.registry.test_catalog_filters import finish
+from tests.registry.test_pair_and_run_pages import result_document as pair_page_document
+from tests.support.factories import RunFactory
+from tests.support.processes import ROOT
+from tests.support.runs import result_document as minimal_document
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SCREENSHOTS = ROOT / "var" / "screenshots"
+AXE = ROOT / "var" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
+WIDTHS = {"desktop": 1400, "phone": 390}
+BLOCKING_IMPACTS = {"serious", "critical"}
+PASSWORD = "correct horse battery"
+
+# Per-workload figures for the certified pair: (mean acceptance length, acceptance rate, greedy exact match, speedup at c=1).
+WORKLOADS: dict[str, tuple[float, float, float, float | None]] = {
+    "chat": (3.4, 0.6, 1.0, 1.45),
+    "code": (4.1, 0.7, 1.0, 1.62),
+    "math": (3.1, 0.5, 0.75, 1.2),
+    "summarization": (2.2, 0.35, 1.0, 0.95),
+    "translation": (2.6, 0.42, 1.0, None),
+}
+
+AXE_RUN = """async () => {
+  const report = await axe.run(document, {resultTypes: ["violations"]});
+  return report.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 4).map((n) => n.target.join(" ")),
+  }));
+}"""
+
+OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll("body *")]
+    .filter((node) => node.closest(".table-scroll, pre.manifest") === null)
+    .filter((node) => node.getBoundingClientRect().right > width + 1)
+    .map((node) => node.tagName.toLowerCase() + (node.id ? "#" + node.id : "") + (node.className ? "." + node.className : ""));
+  return {scrollWidth: document.documentElement.scrollWidth, width, wide: wide.slice(0, 6)};
+}"""
+
+# What the page's copy event carried: the selection, or the selected part of a focused textarea.
+COPY_LISTENER = """() => {
+  window.copied = [];
+  document.addEventListener("copy", () => {
+    const field = document.activeElement;
+    const inField = field && field.tagName === "TEXTAREA";
+    window.copied.push(inField ? field.value.slice(field.selectionStart, field.selectionEnd) : String(getSelection()));
+  });
+}"""
+
+COMMANDS_FIT = """() => [...document.querySelectorAll(".command pre")].map((pre) => ({
+  id: pre.id || pre.querySelector("code").id,
+  right: pre.getBoundingClientRect().right,
+  overflows: pre.scrollWidth > pre.clientWidth + 1,
+}))"""
+
+
+@pytest.fixture
+def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
+    """Return the pages to look at, by name, over a catalog with certified, failed and running pairs."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False  # no worker: runs are driven by hand
+    settings.SPECHUB_SIGNING_KEY_FILE = tmp_path / "signing-key"
+    pairs = {
+        p.draft.repo_id.split("/")[1] if p.draft else p.method: p for p in demo_catalog_load(zoo_dir=ROOT / "zoo" / "models")
+    }
+    measured = pairs.pop("eagle3-head")
+    finish(pairs["llama-draft-1l"], "certified", 1.31, 4.6)
+    finish(pairs["ngram"], "failed", 0.9, 1.8)
+    run_finish_measured(measured)
+    failed = RunFactory.create(
+        pair=pairs["llama-draft-1l"],
+        state=RunState.FAILED_USER,
+        error_code="gate:incompatible",
+        error_message="gate:mapping-t2d: the draft's vocabulary mapping does not fit the verifier's tokenizer",
+    )
+    RunFactory.create(pair=measured, state=RunState.MEASURING, stage="speculative", progress=57, attempts=1)
+    User.objects.create_user("alice", password=PASSWORD)
+    return {
+        "catalog": "/",
+        "pair": f"/pairs/{measured.pk}/",
+        "run": f"/runs/{failed.pk}/",
+        "runs": "/runs/",
+        "matrix": "/matrix/",
+        "submit": "/submit/",
+    }
+
+
+def run_finish_measured(pair: Pair) -> CertificationRun:
+    """Finish a run of `pair` through the services with a full result document: levels, intervals and workloads."""
+    run = run_create(pair=pair, hardware="cpu")
+    spec = run_claim(run_id=run.pk, worker="test")
+    assert spec is not None
+    document = minimal_document(spec, verdict="certified", speedup=1.4, al=3.2, version="0.32.0")
+    document["stages"].update(measured_stages())
+    document["stages"]["verdict"].update(verdict="certified", reasons=[])
+    document["environment"].update(dtype="float32", threads=8)
+    document["workloads"] = {category: workload(*figures) for category, figures in WORKLOADS.items()}
+    finished = run_finish(run_id=run.pk, attempt=spec.attempt, document=document)
+    CertificationRun.objects.filter(pk=finished.pk).update(finished_at=timezone.now())
+    return finished
+
+
+def measured_stages() -> dict[str, Any]:
+    """Return the stages of the pair page's test document: acceptance per position, five levels with intervals."""
+    stages: dict[str, Any] = pair_page_document()["stages"]
+    return stages
+
+
+def workload(al: float, rate: float, exact: float, speedup: float | None) -> dict[str, Any]:
+    return {
+        "acceptance": {"mean_acceptance_length": al, "acceptance_rate": rate},
+        "equivalence": {"greedy_exact_match": exact},
+        "throughput": {"speedup": speedup},
+    }
+
+
+@pytest.fixture(scope="module")
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {SCREENSHOTS}")
+    return SCREENSHOTS
+
+
+@pytest.fixture
+def sized(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Return a page at the width named by the test's parameter."""
+    context = browser.new_context(viewport={"width": WIDTHS[request.param], "height": 900}, device_scale_factor=1)
+    yield context.new_page()
+    context.close()
+
+
+def sign_in(page: Any, base: str) -> None:
+    page.goto(f"{base}/accounts/login/?next=/submit/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{base}/submit/")
+
+
+def look_at(page: Any, name: str, width: str, screenshots: Path) -> list[str]:
+    """Screenshot the open page; return what a person would object to on it."""
+    page.screenshot(path=str(screenshots / f"{width}-{name}.png"), full_page=True)
+    problems = [f"{name}: axe {v['impact']} {v['id']} ({v['help']}) at {v['nodes']}" for v in axe_violations(page)]
+    layout = page.evaluate(OVERFLOW)
+    if layout["scrollWidth"] > layout["width"] or layout["wide"]:
+        problems.append(f"{name}: the page scrolls sideways ({layout['scrollWidth']} > {layout['width']} px): {layout['wide']}")
+    for command in page.evaluate(COMMANDS_FIT):
+        if command["overflows"] or command["right"] > layout["width"]:
+            problems.append(f"{name}: the command box {command['id']} runs off the page")
+    return problems
+
+
+def axe_violations(page: Any) -> list[dict[str, Any]]:
+    if not AXE.exists():
+        pytest.fail(f"axe-core is not installed at {AXE}: run scripts/bootstrap_browser.sh")
+    page.add_script_tag(path=str(AXE))
+    violations: list[dict[str, Any]] = page.evaluate(AXE_RUN)
+    return [v for v in violations if v["impact"] in BLOCKING_IMPACTS]
+
+
+@pytest.mark.parametrize("sized", list(WIDTHS), indirect=True)
+def test_every_page_reads_well_and_passes_axe_at_desktop_and_phone_width(
+    sized: Any, site: dict[str, str], live_server: Any, screenshots: Path, request: pytest.FixtureRequest
+) -> None:
+    width = request.node.callspec.params["sized"]
+    problems: list[str] = []
+    for name, path in site.items():
+        if name == "submit":
+            sign_in(sized, live_server.url)
+        sized.goto(f"{live_server.url}{path}")
+        problems += look_at(sized, name, width, screenshots)
+    assert not problems, json.dumps(problems, indent=2)
+
+
+@pytest.mark.parametrize("sized", ["phone"], indirect=True)
+def test_the_pair_page_draws_every_chart_with_its_axes(sized: Any, site: dict[str, str], live_server: Any) -> None:
+    sized.goto(f"{live_server.url}{site['pair']}")
+    for chart in ("acceptance", "speedup", "workload-acceptance", "workload-speedup"):
+        box = sized.locator(f"svg.chart[data-chart={chart}]").first.bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 100, chart
+    assert sized.locator("svg[data-chart=acceptance] .y-tick").all_text_contents() == ["0", "0.25", "0.5", "0.75", "1"]
+    assert sized.locator("svg[data-chart=speedup] .tick-label").all_text_contents() == ["1", "2", "4", "8", "16"]
+    assert sized.locator("svg[data-chart=speedup] polygon.band").count() == 1
+    assert sized.locator("svg[data-chart=workload-acceptance] rect.hbar").count() == len(WORKLOADS)
+    assert sized.locator("svg[data-chart=workload-speedup] rect.hbar").count() == len(WORKLOADS) - 1  # one not measured
+
+
+@pytest.mark.parametrize("sized", ["desktop"], indirect=True)
+def test_copy_puts_the_whole_serve_command_on_the_clipboard(sized: Any, site: dict[str, str], live_server: Any) -> None:
+    sized.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    sized.goto(f"{live_server.url}{site['pair']}")
+    from playwright.sync_api import expect
+
+    button = sized.locator("button.copy[data-target=recipe]")
+    button.click()
+    expect(button).to_have_text("Copied")
+    command = sized.locator("#recipe").inner_text().strip()
+    assert "vllm serve" in command and sized.evaluate("navigator.clipboard.readText()") == command
+
+
+@pytest.mark.parametrize("sized", ["phone"], indirect=True)
+def test_copy_still_works_where_the_clipboard_api_is_missing(sized: Any, site: dict[str, str], live_server: Any) -> None:
+    # Plain http on a LAN is not a secure context, so navigator.clipboard is absent there.
+    sized.add_init_script("Object.defineProperty(Navigator.prototype, 'clipboard', {get: () => undefined})")
+    sized.goto(f"{live_server.url}{site['pair']}")
+    sized.evaluate(COPY_LISTENER)
+    from playwright.sync_api import expect
+
+    button = sized.locator("button.copy[data-target=recipe]")
+    button.click()
+    expect(button).to_have_text("Copied")
+    assert sized.evaluate("window.copied") == [sized.locator("#recipe").inner_text().strip()]
