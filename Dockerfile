@@ -1,16 +1,29 @@
 # Images for docker-compose.yml: the web tier has no torch; workers add an engine.
+# The code runs from /app; pip installs the project's dependencies only (no editable install,
+# no second copy of the code in site-packages for imports to choose between).
 FROM python:3.11-slim AS web
 WORKDIR /app
-ENV PYTHONUNBUFFERED=1
-COPY pyproject.toml manage.py ./
+ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+COPY pyproject.toml ./
+RUN pip install --no-cache-dir . && pip uninstall -y spechub
+COPY manage.py ./
+COPY kernel kernel
 COPY registry registry
 COPY workers workers
+COPY zoo zoo
 COPY templates templates
-RUN pip install --no-cache-dir -e . && python manage.py collectstatic --noinput
+RUN python manage.py collectstatic --noinput
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
 
 FROM web AS worker-cpu
-RUN pip install --no-cache-dir -e ".[cpu]" --extra-index-url https://download.pytorch.org/whl/cpu \
- && pip uninstall -y torchvision torchaudio torchcodec
+RUN pip install --no-cache-dir ".[cpu]" --extra-index-url https://download.pytorch.org/whl/cpu \
+ && pip uninstall -y spechub torchvision torchaudio torchcodec
+# A worker serves no HTTP: it is healthy when its Celery node answers a ping.
+HEALTHCHECK --interval=60s --timeout=20s --start-period=60s --retries=3 \
+  CMD celery -A registry.celery inspect ping -d "celery@$HOSTNAME" --timeout 10
 
 FROM web AS worker-gpu
-RUN pip install --no-cache-dir -e ".[gpu]"
+RUN pip install --no-cache-dir ".[gpu]" && pip uninstall -y spechub
+HEALTHCHECK --interval=60s --timeout=20s --start-period=60s --retries=3 \
+  CMD celery -A registry.celery inspect ping -d "celery@$HOSTNAME" --timeout 10

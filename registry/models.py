@@ -18,18 +18,18 @@ class Role(models.TextChoices):
 
 
 class Method(models.TextChoices):
+    """vLLM's methods, as kernel.formats.vllm_support.METHODS lists them (a test keeps the two equal)."""
+
     DRAFT_MODEL = "draft_model"
     EAGLE = "eagle"
     EAGLE3 = "eagle3"
+    DFLASH = "dflash"
+    DSPARK = "dspark"
     MTP = "mtp"
     MEDUSA = "medusa"
     MLP_SPECULATOR = "mlp_speculator"
     NGRAM = "ngram"
     SUFFIX = "suffix"
-
-
-# Methods that need no draft repository.
-DRAFTLESS_METHODS = frozenset({Method.NGRAM, Method.SUFFIX})
 
 
 class WorkloadCategory(models.TextChoices):

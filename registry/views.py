@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -116,6 +117,8 @@ def submit(request: HttpRequest) -> HttpResponse:
                 context["submission"] = submission_create(user=request.user, **form.cleaned_data)
             except RunError as exc:
                 context["error"] = exc.message
+            except ValidationError as exc:  # a rule of the catalog's (method, draft, hardware): the user's to fix
+                context["error"] = " ".join(exc.messages)
             context["quota"] = submission_quota(user=request.user)
     return render(request, "registry/submit.html", context)
 

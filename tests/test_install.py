@@ -45,8 +45,8 @@ django.setup()
 from django.core.management import call_command
 from django.test import Client
 from django.test.utils import setup_test_environment
-import registry, workers
-for package in (registry, workers):
+import kernel, registry, workers
+for package in (kernel, registry, workers):
     for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         importlib.import_module(module.name)
 call_command("demo", no_serve=True, no_certify=True)  # migrates and registers the toy zoo

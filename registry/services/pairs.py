@@ -10,7 +10,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from registry.models import DRAFTLESS_METHODS, HubModel, Method, Pair
+from kernel.formats.vllm_support import DRAFTLESS_METHODS
+from registry.models import HubModel, Method, Pair
 
 
 def hub_model_get_or_create(*, repo_id: str, sha: str, role: str, **fields: Any) -> tuple[HubModel, bool]:

@@ -41,7 +41,7 @@ def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(loca
 
 def assert_complete(run: CertificationRun) -> None:
     assert run.result is not None
-    schema = json.loads((ROOT / "workers" / "result.schema.json").read_text())
+    schema = json.loads((ROOT / "kernel" / "result.schema.json").read_text())
     jsonschema.validate(run.result, schema)
     stages = run.result["stages"]
     assert set(stages) == {"fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict"}

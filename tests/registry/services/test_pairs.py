@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from registry.models import HubModel, Pair
+from kernel.formats.vllm_support import DRAFTLESS_METHODS, METHODS
+from registry.models import HubModel, Method, Pair
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from tests.support.factories import HubModelFactory, fake_sha
 from tests.support.processes import ROOT, process_env, worker_database_url
@@ -31,6 +32,20 @@ def test_a_different_k_or_dtype_is_a_different_pair():
     b, _ = pair_get_or_create(**base, num_speculative_tokens=5)
     c, _ = pair_get_or_create(**base, num_speculative_tokens=4, draft_dtype="bfloat16")
     assert len({a.pk, b.pk, c.pk}) == 3
+
+
+def test_a_pair_holds_exactly_the_methods_the_gate_accepts():
+    assert set(Method.values) == METHODS
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_method_the_gate_accepts_makes_a_pair(method):
+    verifier, draft = HubModelFactory.create(role="verifier"), HubModelFactory.create()
+    pair, created = pair_get_or_create(
+        verifier=verifier, draft=None if method in DRAFTLESS_METHODS else draft, method=method, num_speculative_tokens=4
+    )
+    assert created and pair.method == method
 
 
 @pytest.mark.django_db
