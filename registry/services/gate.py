@@ -10,10 +10,16 @@ from kernel.repos import HubRepo, RepoSource, gate_check
 from registry.models import Pair
 
 
-def hub_client() -> HubClient:
-    """Return a Hub client for the configured endpoint (HF_ENDPOINT; huggingface.co by default)."""
+def hub_client(*, token: str | bool = False) -> HubClient:
+    """Return a Hub client for the configured endpoint (HF_ENDPOINT; huggingface.co by default).
+
+    The registry's one factory; workers without Django use HubClient.from_environment.
+    """
     return HubClient(
-        endpoint=settings.SPECHUB_HUB_ENDPOINT, cache_dir=settings.SPECHUB_HUB_CACHE, timeout=settings.SPECHUB_HUB_TIMEOUT
+        endpoint=settings.SPECHUB_HUB_ENDPOINT,
+        cache_dir=settings.SPECHUB_HUB_CACHE,
+        token=token,
+        timeout=settings.SPECHUB_HUB_TIMEOUT,
     )
 
 

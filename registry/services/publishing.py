@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from kernel.hub import HubClient
 from registry.dispatch import task_send_on_commit
 from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
 from registry.selectors import pair_public_url, run_headline, run_summary
 from registry.services.certificates import certificate_issue
+from registry.services.gate import hub_client
 from registry.services.notifications import pair_event_notify
 from registry.services.regressions import run_regressions_record
 
@@ -50,9 +50,7 @@ def certificate_hub_pr_open(*, certificate_id: int) -> str:
     pair = certificate.pair
     if pair.draft is None:
         raise ValueError(f"Pair {pair.pk} has no draft repo to publish to.")
-    client = HubClient(
-        endpoint=settings.SPECHUB_HUB_ENDPOINT, token=settings.SPECHUB_HUB_TOKEN, timeout=settings.SPECHUB_HUB_TIMEOUT
-    )
+    client = hub_client(token=settings.SPECHUB_HUB_TOKEN)
     certificate.hub_pr_url = client.open_pr(
         pair.draft.repo_id,
         f"spechub/certificate-{certificate.run_id}.json",
