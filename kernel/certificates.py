@@ -117,7 +117,7 @@ def _parse(data: bytes) -> dict[str, Any]:
     signature, payload = envelope["signature"], envelope["certificate"]
     if not isinstance(signature, dict) or set(signature) != _SIGNATURE_KEYS or not isinstance(payload, dict):
         raise CertificateInvalid("Malformed certificate: 'signature' must hold algorithm, key_id and value.")
-    if signature["algorithm"] != ALGORITHM or not _HEX_SIGNATURE.match(str(signature["value"])):
+    if signature["algorithm"] != ALGORITHM or not _HEX_SIGNATURE.fullmatch(str(signature["value"])):
         raise CertificateInvalid("Malformed signature: expected an ed25519 signature as 128 lowercase hex digits.")
     if payload.get("format") != FORMAT:
         raise CertificateInvalid(f"Unknown certificate format {payload.get('format')!r}; this verifier reads {FORMAT!r}.")

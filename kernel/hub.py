@@ -59,7 +59,7 @@ _SAFE_NAME = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.\-/ +=@]{1,2
 
 def is_safe_filename(name: str) -> bool:
     """Return whether name is a plain relative path inside the repo."""
-    return bool(_SAFE_NAME.match(name)) and "\\" not in name and "//" not in name
+    return bool(_SAFE_NAME.fullmatch(name)) and "\\" not in name and "//" not in name
 
 
 def check_filename(name: str) -> None:
@@ -117,7 +117,7 @@ class HubClient:
     def resolve(self, repo_id: str, revision: str) -> str:
         """Return the commit sha that `revision` (branch, tag or sha) names in repo_id."""
         info = self._call(lambda: self.api.model_info(repo_id, revision=revision), repo_id, revision)
-        if not info.sha or not SHA.match(info.sha):
+        if not info.sha or not SHA.fullmatch(info.sha):
             raise InfraError("hub:server-error", f"{repo_id}@{revision} resolved to no commit sha.")
         return info.sha
 
@@ -202,7 +202,7 @@ class HubClient:
 
     def snapshot(self, repo_id: str, sha: str) -> Path:
         """Download the engine files of repo_id at exactly `sha` and return the local folder."""
-        if not SHA.match(sha):
+        if not SHA.fullmatch(sha):
             raise ValueError(f"snapshot needs a full commit sha, got {sha!r}; resolve the revision first")
         path = self._call(
             lambda: snapshot_download(

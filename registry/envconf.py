@@ -88,7 +88,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return list(default)
     items = [item.strip().lower() for item in value.split(",") if item.strip()]
-    bad = [item for item in items if not _NAME.match(item)]
+    bad = [item for item in items if not _NAME.fullmatch(item)]
     if bad:
         raise ImproperlyConfigured(f"{name} holds invalid names {bad}; use letters, digits, '.', '_' or '-'.")
     return items

@@ -196,6 +196,9 @@ SPECHUB_DISPATCH_GRACE_SECONDS = env_int("SPECHUB_DISPATCH_GRACE_SECONDS", 60, m
 SPECHUB_WEBHOOK_MAX_ATTEMPTS = env_int("SPECHUB_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 SPECHUB_WEBHOOK_BACKOFF_SECONDS = env_int("SPECHUB_WEBHOOK_BACKOFF_SECONDS", 30, minimum=0)
 SPECHUB_WEBHOOK_TIMEOUT = env_int("SPECHUB_WEBHOOK_TIMEOUT", 10, minimum=1)
+# Webhooks reach public addresses only; these host names (or literal addresses) are let through
+# even when they are internal, for an operator's own receivers. Lower case, comma-separated.
+SPECHUB_WEBHOOK_ALLOWED_HOSTS = frozenset(host.lower() for host in env_list("SPECHUB_WEBHOOK_ALLOWED_HOSTS", []))
 # Off by default: open a PR with the certificate on the draft's Hub repo (needs a write token).
 SPECHUB_HUB_PUBLISH = env_bool("SPECHUB_HUB_PUBLISH", False)
 SPECHUB_HUB_TOKEN = env_str("SPECHUB_HUB_TOKEN", "")

@@ -23,13 +23,13 @@ def validate_repo_id(value: str) -> None:
 
 def validate_sha(value: str) -> None:
     """Raise ValidationError unless value is a full 40-hex commit sha."""
-    if not _SHA.match(value):
+    if not _SHA.fullmatch(value):
         raise ValidationError(f"{value!r} is not a full 40-character lowercase commit sha.", code="invalid-sha")
 
 
 def validate_revision(value: str) -> None:
     """Raise ValidationError unless value is a safe branch, tag or sha."""
-    if not _REVISION.match(value):
+    if not _REVISION.fullmatch(value):
         raise ValidationError(
             f"{value!r} is not a valid revision; use a branch, a tag or a commit sha without '..' or leading '/'.",
             code="invalid-revision",

@@ -89,6 +89,9 @@ def pytest_load_initial_conftests(
     os.environ["CELERY_BROKER_KEY_PREFIX"] = f"spechub-test-{uuid.uuid4().hex[:8]}:"
     # One signing key for the session, shared with the workers it starts.
     os.environ.setdefault("SPECHUB_SIGNING_KEY", new_seed())
+    # The tests' webhook receivers listen on loopback, which production refuses; the refusal's own
+    # tests turn this off (tests/registry/test_outbound.py).
+    os.environ.setdefault("SPECHUB_WEBHOOK_ALLOWED_HOSTS", "127.0.0.1,localhost")
     yield
 
 

@@ -116,6 +116,13 @@ class LocalHub:
         """Return the git work tree that serves repo_id."""
         return self.root / "mirrors" / "models" / repo_id
 
+    def publish(self, repo_id: str, source: Path) -> str:
+        """Serve the folder `source` as a new repo `repo_id` on the running hub; return its commit sha."""
+        target = self.mirror(repo_id)
+        _mirror_repo(source, target)
+        seed_main_meta(self.root / "olah-repos", repo_id, target)
+        return git_sha(target, "main")
+
     def start(self) -> LocalHub:
         if not OLAH.exists():
             raise RuntimeError(f"olah is not installed at {OLAH}; run `scripts/bootstrap.sh hub` (or `make hub`) first.")

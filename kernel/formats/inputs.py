@@ -89,17 +89,47 @@ class GateInput:
     tensors: dict[str, TensorData] = field(default_factory=dict)
 
 
+# Real configs nest a few levels; deeper is hostile, and would exhaust the recursion of every
+# later reader (the rules, the JSON columns, the API's renderer).
+MAX_JSON_DEPTH = 32
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not a JSON number; write a finite number or null")
+
+
 def parse_json_object(raw: bytes, name: str, problems: dict[str, str]) -> dict[str, Any] | None:
-    """Return the JSON object in `raw`, or None with the reason recorded under `name`."""
+    """Return the JSON object in `raw`, or None with the reason recorded under `name`.
+
+    NaN and Infinity (which Python's json accepts and no JSON column or response can hold) and
+    nesting deeper than MAX_JSON_DEPTH are refused like any other malformed file.
+    """
     try:
-        document = json.loads(raw)
+        document = json.loads(raw, parse_constant=_not_json)
+    except RecursionError:
+        problems[name] = f"{name} nests deeper than {MAX_JSON_DEPTH} levels"
+        return None
     except (ValueError, UnicodeDecodeError) as exc:
         problems[name] = f"{name} is not valid JSON: {exc}"
         return None
     if not isinstance(document, dict):
         problems[name] = f"{name} is not a JSON object"
         return None
+    if json_depth(document) > MAX_JSON_DEPTH:
+        problems[name] = f"{name} nests deeper than {MAX_JSON_DEPTH} levels"
+        return None
     return document
+
+
+def json_depth(value: object) -> int:
+    """Return how deeply objects and arrays nest in a parsed JSON value (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth + 1)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def tokenizer_hash(tokenizer: dict[str, Any], tokenizer_config: dict[str, Any] | None = None) -> str:
@@ -128,7 +158,7 @@ def tokenizer_hash(tokenizer: dict[str, Any], tokenizer_config: dict[str, Any] |
 def is_repo_id(value: str) -> bool:
     """Return whether value is a Hub repo id such as 'org/name'."""
     parts = value.split("/")
-    return len(parts) <= 2 and all(_REPO_PART.match(part) for part in parts)
+    return len(parts) <= 2 and all(_REPO_PART.fullmatch(part) for part in parts)
 
 
 def tensor_span(info: dict[str, Any]) -> tuple[int, int] | TensorData:

@@ -12,12 +12,13 @@ from typing import Any
 
 import httpx
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
 from kernel import certificates
-from registry import webhooks
+from registry import outbound, webhooks
 from registry.dispatch import task_send_on_commit
 from registry.models import DeliveryState, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from registry.selectors import pair_owner, pair_public_url
@@ -98,7 +99,15 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
         webhooks.SIGNATURE_HEADER: webhooks.signature(delivery.endpoint.secret, int(time.time()), body),
     }
     try:
-        response = httpx.post(delivery.endpoint.url, content=body, headers=headers, timeout=settings.SPECHUB_WEBHOOK_TIMEOUT)
+        response = outbound.post(
+            delivery.endpoint.url,
+            content=body,
+            headers=headers,
+            timeout=settings.SPECHUB_WEBHOOK_TIMEOUT,
+            allowed_hosts=settings.SPECHUB_WEBHOOK_ALLOWED_HOSTS,
+        )
+    except outbound.RefusedAddress as refused:
+        return None, f"refused: {refused}"
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"
     return response.status_code, "" if response.is_success else f"HTTP {response.status_code}"
@@ -131,7 +140,10 @@ def webhooks_deliver_due(*, now: datetime | None = None) -> list[int]:
 
 
 def webhook_endpoint_create(*, owner: Any, url: str, events: list[str]) -> WebhookEndpoint:
-    """Register an endpoint for the owner's pairs, with a fresh signing secret."""
+    """Register an endpoint for the owner's pairs, with a fresh signing secret; refuse internal addresses."""
+    refusal = outbound.url_refusal(url, settings.SPECHUB_WEBHOOK_ALLOWED_HOSTS)
+    if refusal:
+        raise ValidationError(f"Webhook URL refused: {refusal}", code="webhook-url-refused")
     return WebhookEndpoint.objects.create(owner=owner, url=url, events=events, secret=secrets.token_hex(32))
 
 

@@ -8,6 +8,7 @@ from django.db import transaction
 
 from kernel.errors import UserError
 from kernel.formats import Report, describe_draft
+from kernel.formats.inputs import is_repo_id
 from kernel.hub import HubClient
 from kernel.repos import HubRepo, gate_check
 from registry.models import HubModel, Role, RunTrigger, Submission, SubmissionStatus
@@ -36,6 +37,10 @@ def submission_create(
     client = client or hub_client()
     draft = HubRepo(client, repo_id, client.resolve(repo_id, revision))
     verifier_id = verifier_repo_id or _named_verifier(draft)
+    if not is_repo_id(verifier_id):  # named by the draft's config: hostile until checked, never sent to the Hub
+        refused = Submission(submitted_by=user, repo_id=repo_id, revision=revision, verifier_revision=verifier_revision)
+        message = f"verifier.name_or_path {verifier_id[:200]!r} is a local path or URL, not a Hub repo id."
+        return _refuse(refused, "gate:verifier-local-path", message)
     verifier = HubRepo(client, verifier_id, client.resolve(verifier_id, verifier_revision))
     report = gate_check(verifier=verifier, verifier_id=verifier_id, draft=draft, method=method, k=num_speculative_tokens)
     submission = Submission(
@@ -47,13 +52,16 @@ def submission_create(
         validation_report=report.as_dict(),
     )
     if not report.compatible:
-        first = report.errors[0]
-        submission.status = SubmissionStatus.REFUSED
-        submission.refusal_code, submission.refusal_message = first.code, first.message
-        submission.save()
-        return submission
+        return _refuse(submission, report.errors[0].code, report.errors[0].message)
     with transaction.atomic():
         return _register(submission, report, draft.revision, verifier.revision, hardware)
+
+
+def _refuse(submission: Submission, code: str, message: str) -> Submission:
+    submission.status = SubmissionStatus.REFUSED
+    submission.refusal_code, submission.refusal_message = code, message
+    submission.save()
+    return submission
 
 
 def _named_verifier(draft: HubRepo) -> str:
