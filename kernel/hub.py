@@ -23,7 +23,6 @@ from huggingface_hub import (
     CommitOperationAdd,
     HfApi,
     get_session,
-    hf_hub_download,
     hf_hub_url,
     hf_raise_for_status,
     set_client_factory,
@@ -42,6 +41,7 @@ from huggingface_hub.utils._http import default_client_factory
 from kernel.errors import InfraError, RunError, UserError
 from kernel.formats.inputs import (
     MAPPING_TENSORS,
+    MAX_JSON_BYTES,
     RepoMetadata,
     TensorData,
     decode_tensor,
@@ -218,15 +218,14 @@ class HubClient:
         )
         return Path(path)
 
-    def _download(self, repo_id: str, sha: str, filename: str) -> Path:
-        path = hf_hub_download(
-            repo_id, filename, revision=sha, cache_dir=self.cache_dir, endpoint=self.endpoint, token=self.token
-        )
-        return Path(path)
-
     def _json(self, repo_id: str, sha: str, filename: str, problems: dict[str, str]) -> dict[str, Any] | None:
-        path = self._call(lambda: self._download(repo_id, sha, filename), repo_id, sha)
-        return parse_json_object(path.read_bytes(), filename, problems)
+        """Read a metadata file, but never more than MAX_JSON_BYTES of it."""
+        url = hf_hub_url(repo_id, filename, revision=sha, endpoint=self.endpoint)
+        raw = self._call(lambda: self._range(url, 0, MAX_JSON_BYTES + 1), repo_id, sha)
+        if len(raw) > MAX_JSON_BYTES:
+            problems[filename] = f"{filename} is larger than {MAX_JSON_BYTES} bytes"
+            return None
+        return parse_json_object(raw, filename, problems)
 
     def _headers(self, repo_id: str, sha: str) -> dict[str, dict[str, dict[str, Any]]]:
         """Return {file: {tensor: {dtype, shape, data_offsets}}} read from the safetensors headers only."""

@@ -16,12 +16,19 @@ from typing import Any, Protocol
 
 from kernel.errors import InfraError
 from kernel.formats import GateInput, Report, judge
-from kernel.formats.inputs import MAPPING_TENSORS, RepoMetadata, TensorData, decode_tensor, parse_json_object, tensor_span
+from kernel.formats.inputs import (
+    MAPPING_TENSORS,
+    MAX_JSON_BYTES,
+    RepoMetadata,
+    TensorData,
+    decode_tensor,
+    parse_json_object,
+    tensor_span,
+)
 from kernel.hub import METADATA_FILES, HubClient, is_safe_filename
 
 # The safetensors format caps its JSON header at 100 MB.
 MAX_HEADER_BYTES = 100_000_000
-MAX_JSON_BYTES = 50 * 2**20
 
 
 class RepoSource(Protocol):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -115,6 +116,12 @@ class LocalHub:
     def mirror(self, repo_id: str) -> Path:
         """Return the git work tree that serves repo_id."""
         return self.root / "mirrors" / "models" / repo_id
+
+    def fetched(self, repo_id: str) -> set[str]:
+        """Return the files of repo_id that clients have GET (whole or by range), from olah's access log."""
+        request = re.compile(rf'"GET /{re.escape(repo_id)}/resolve/[^/ ]+/(\S+) HTTP')
+        log = (self.root / "olah.log").read_text(errors="replace")
+        return {match.group(1) for match in request.finditer(log)}
 
     def publish(self, repo_id: str, source: Path) -> str:
         """Serve the folder `source` as a new repo `repo_id` on the running hub; return its commit sha."""

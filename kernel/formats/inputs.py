@@ -8,7 +8,7 @@ import math
 import re
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,8 @@ _REPO_PART = re.compile(r"^(?![.-])(?!.*(?:\.\.|--))[A-Za-z0-9_.-]{1,96}(?<![.-]
 MAPPING_TENSORS = ("t2d", "d2t")
 # A vocab mapping for a 256k vocab is 2 MiB as int64; anything far bigger is not one.
 MAX_TENSOR_BYTES = 16 * 2**20
+# A metadata file (config, tokenizer) larger than this is refused unread, from the Hub or from disk.
+MAX_JSON_BYTES = 50 * 2**20
 # safetensors dtype → (array typecode, item size); all little-endian on disk.
 INTEGER_TYPECODES = {
     "BOOL": ("B", 1),
@@ -72,7 +74,7 @@ class TensorData:
 
     dtype: str
     shape: tuple[int, ...]
-    values: tuple[int, ...] = ()
+    values: Sequence[int] = ()  # an array.array: 8 bytes an entry, not a Python int each
     problem: str | None = None
 
 
@@ -187,4 +189,4 @@ def decode_tensor(info: dict[str, Any], raw: bytes) -> TensorData:
     values = array(typecode, raw)
     if sys.byteorder == "big":
         values.byteswap()
-    return TensorData(dtype=dtype, shape=shape, values=tuple(values))
+    return TensorData(dtype=dtype, shape=shape, values=values)

@@ -7,6 +7,7 @@ exception. Fields the parser does not understand are kept in `extra`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +98,23 @@ class Fields:
         return found
 
     def unread(self) -> dict[str, object]:
-        return {key: value for key, value in self.document.items() if key not in self.read}
+        """Return the fields no reader asked for, bounded: they are echoed back in reports and the API."""
+        unread = [(key, value) for key, value in self.document.items() if key not in self.read]
+        return {brief(key): brief(value) for key, value in unread[:MAX_EXTRA_FIELDS]}
+
+
+# What a report echoes of a config it does not understand: a few fields, each short.
+MAX_EXTRA_FIELDS = 32
+MAX_ECHO_CHARS = 200
+
+
+def brief(value: object) -> Any:
+    """Return `value` if it is short; else a shortened string or a description of its size."""
+    if isinstance(value, str) and len(value) > MAX_ECHO_CHARS:
+        return f"{value[:MAX_ECHO_CHARS]}… ({len(value)} characters)"
+    if isinstance(value, dict | list) and (len(value) > 8 or len(json.dumps(value)) > MAX_ECHO_CHARS):
+        return f"<{'object' if isinstance(value, dict) else 'array'} of {len(value)} items>"
+    return value
 
 
 def _one(value: int | None) -> tuple[int, ...] | None:
@@ -167,7 +184,7 @@ class DraftFormat:
             "n_predict": self.n_predict,
             "proposal_types": list(self.proposal_types),
             "default_proposal": self.default_proposal,
-            "verifier": {"name_or_path": self.verifier_name, "architectures": _listed(self.verifier_architectures)},
+            "verifier": {"name_or_path": brief(self.verifier_name), "architectures": _listed(self.verifier_architectures)},
             "draft_vocab_size": self.draft_vocab_size,
             "target_hidden_size": self.target_hidden_size,
             "aux_layer_ids": _listed(self.aux_layer_ids),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kernel.formats.findings import Finding, error, info, warning
 from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, is_repo_id, tokenizer_hash
-from kernel.formats.parse import DraftFormat, VerifierFacts
+from kernel.formats.parse import DraftFormat, VerifierFacts, brief
 from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
     DRAFTLESS_METHODS,
@@ -114,7 +114,7 @@ def verifier_rule(ctx: Context) -> Iterator[Finding]:
         return
     name = fmt.verifier_name
     if _LOCAL_PATH.match(name) or not is_repo_id(name):
-        yield error("gate:verifier-local-path", f"verifier.name_or_path {name!r} is a local path, not a Hub repo id.")
+        yield error("gate:verifier-local-path", f"verifier.name_or_path {brief(name)!r} is a local path, not a Hub repo id.")
     elif name.casefold() != ctx.input.verifier_id.casefold():
         pair_verifier = ctx.input.verifier_id
         yield error("gate:verifier-name-mismatch", f"The draft names verifier {name!r}; this pair's is {pair_verifier!r}.")

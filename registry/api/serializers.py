@@ -136,7 +136,7 @@ class WebhookIn(serializers.Serializer[dict[str, Any]]):
         max_length=500, validators=[URLValidator(schemes=["http", "https"])], help_text="Where events are POSTed (http or https)."
     )
     events = serializers.ListField(
-        child=serializers.ChoiceField(choices=WebhookEvent.choices), required=False, default=list,
+        child=serializers.ChoiceField(choices=WebhookEvent.choices), required=False, default=list, max_length=16,
         help_text="Events to receive; empty or omitted means every event.",
     )  # fmt: skip
 
@@ -152,27 +152,33 @@ class WebhookCreatedOut(WebhookOut):
         fields = [*WebhookOut.Meta.fields, "secret"]
 
 
+# Every input field has a size limit: a repo id or revision is never longer than the columns that hold it.
+ID_LENGTH = 200
+
+
 class CompatibilityIn(serializers.Serializer[dict[str, Any]]):
-    draft = serializers.CharField(required=False, allow_blank=True, validators=[validate_repo_id])
-    draft_revision = serializers.CharField(default="main", validators=[validate_revision])
-    verifier = serializers.CharField(validators=[validate_repo_id])
-    verifier_revision = serializers.CharField(default="main", validators=[validate_revision])
+    draft = serializers.CharField(required=False, allow_blank=True, max_length=ID_LENGTH, validators=[validate_repo_id])
+    draft_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
+    verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
+    verifier_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
     method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
     num_speculative_tokens = serializers.IntegerField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
 
 
 class RecommendationIn(serializers.Serializer[dict[str, Any]]):
-    verifier = serializers.CharField(validators=[validate_repo_id])
+    verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
     hardware = serializers.CharField(default="cpu", max_length=32)
     concurrency = serializers.IntegerField(default=1, min_value=1, max_value=1024)
     workload = serializers.ChoiceField(choices=WorkloadCategory.choices, required=False, default="")
 
 
 class SubmissionIn(serializers.Serializer[dict[str, Any]]):
-    repo_id = serializers.CharField(validators=[validate_repo_id])
-    revision = serializers.CharField(default="main", validators=[validate_revision])
-    verifier_repo_id = serializers.CharField(required=False, allow_blank=True, default="", validators=[validate_repo_id])
-    verifier_revision = serializers.CharField(default="main", validators=[validate_revision])
+    repo_id = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
+    revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
+    verifier_repo_id = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=ID_LENGTH, validators=[validate_repo_id]
+    )
+    verifier_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
     method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
     num_speculative_tokens = serializers.IntegerField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
 

@@ -32,12 +32,12 @@ def test_model_info_without_a_revision_works_through_the_seeded_meta_head(local_
     assert hub_client.api.model_info(DRAFT).sha == mirror_sha(local_hub, DRAFT, "main")
 
 
-def test_a_metadata_fetch_downloads_no_weight_file(hub_client):
+def test_a_metadata_fetch_downloads_no_weight_file(local_hub, hub_client):
     meta = hub_client.metadata(VERIFIER, "main")
     assert meta.config is not None and meta.config["hidden_size"] == 256
     assert meta.safetensors["model.safetensors"]["model.embed_tokens.weight"]["shape"] == [2048, 256]
+    assert {"config.json", "tokenizer.json"} <= local_hub.fetched(VERIFIER)  # read from the server, size-capped
     cached = [p.name for p in hub_client.cache_dir.rglob("*") if p.is_file()]
-    assert "config.json" in cached and "tokenizer.json" in cached
     assert not [name for name in cached if name.endswith((".safetensors", ".bin"))], cached
 
 

@@ -106,3 +106,14 @@ def test_a_malformed_config_ends_in_an_error_finding_not_a_crash(draft, verifier
     assert not report.compatible and report.recipe is None
     assert all(f.code in HINTS for f in report.findings)
     report.as_dict()  # the stored form serialises too
+
+
+def test_a_mapping_tensor_decodes_to_a_compact_array_not_a_python_int_per_entry():
+    import sys
+
+    from kernel.formats.inputs import decode_tensor
+
+    raw = bytes(8 * 1_000_000)
+    decoded = decode_tensor({"dtype": "I64", "shape": [1_000_000]}, raw)
+    assert decoded.problem is None and len(decoded.values) == 1_000_000
+    assert sys.getsizeof(decoded.values) < 2 * len(raw)  # a tuple of ints would take several times more

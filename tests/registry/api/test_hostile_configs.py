@@ -21,6 +21,7 @@ HOSTILE = {
     "nan": None,  # the draft's own config with one NaN
     "infinity": None,
 }
+HUGE = "x" * 2_000_000
 
 
 def hostile_config(name: str) -> str:
@@ -62,8 +63,17 @@ def heads_naming_hostile_verifiers(local_hub, tmp_path_factory):
         local_hub.publish(f"hostile/head-{name}", folder)
 
 
+@pytest.fixture(scope="module")
+def draft_with_a_huge_unknown_field(local_hub, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("huge") / "huge"
+    shutil.copytree(ZOO / "spechub-toy" / "llama-draft-1l", folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "vendor_notes": HUGE, "vendor_table": list(range(100_000))}))
+    local_hub.publish("hostile/huge-field", folder)
+
+
 @pytest.fixture(autouse=True)
-def hub(hub_settings, hostile_repos, heads_naming_hostile_verifiers):
+def hub(hub_settings, hostile_repos, heads_naming_hostile_verifiers, draft_with_a_huge_unknown_field):
     return hub_settings
 
 
@@ -114,3 +124,17 @@ def test_a_verifier_named_by_path_or_url_in_the_drafts_config_is_refused_by_the_
     body = response.json()
     assert (body["status"], body["refusal_code"]) == ("refused", "gate:verifier-local-path"), body
     assert NAMED_VERIFIERS[name] in body["refusal_message"]
+
+
+def test_a_huge_unknown_config_field_is_echoed_short_in_the_report_and_the_pair_api():
+    response = APIClient().post("/api/v1/compatibility/", {"draft": "hostile/huge-field", "verifier": VERIFIER}, format="json")
+    assert response.status_code == 200 and response.json()["compatible"] is True, response.content[:500]
+    assert len(response.content) < 50_000, len(response.content)
+    extra = response.json()["format"]["extra"]
+    assert extra["vendor_notes"].endswith("(2000000 characters)") and extra["vendor_table"] == "<array of 100000 items>"
+
+
+def test_a_megabyte_repo_id_is_refused_without_echoing_it():
+    response = APIClient().post("/api/v1/compatibility/", {"verifier": "o/" + "x" * 1_000_000}, format="json")
+    assert response.status_code == 400 and "verifier" in response.json()["error"]["details"]
+    assert len(response.content) < 5_000, len(response.content)

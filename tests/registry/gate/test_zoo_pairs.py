@@ -95,11 +95,11 @@ def test_the_reduced_head_is_judged_from_its_real_t2d_and_d2t_read_by_range_requ
     assert not [name for name in cached if name.endswith(".safetensors")], cached
 
 
-def test_judging_the_custom_code_repo_never_downloads_its_code(hub_client):
+def test_judging_the_custom_code_repo_never_downloads_its_code(local_hub, hub_client):
     report = check("hub", "broken-custom-code", hub_client)
     assert not report.compatible
-    cached = [p.name for p in hub_client.cache_dir.rglob("*") if p.is_file()]
-    assert "config.json" in cached and "modeling_toy.py" not in cached
+    fetched = local_hub.fetched(f"{ORG}/broken-custom-code")
+    assert "config.json" in fetched and not [name for name in fetched if name.endswith(".py")], fetched
 
 
 def test_a_speculator_recipe_pins_both_commits_and_offers_the_short_form(local_hub, hub_client):
