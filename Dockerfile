@@ -12,18 +12,26 @@ COPY registry registry
 COPY workers workers
 COPY zoo zoo
 COPY templates templates
-RUN python manage.py collectstatic --noinput
+RUN python manage.py collectstatic --noinput \
+ && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin spechub \
+ && mkdir -p /app/var && chown spechub /app/var
+# The services never run as root; only the package installs below need it.
+USER spechub
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"
 
 FROM web AS worker-cpu
+USER root
 RUN pip install --no-cache-dir ".[cpu]" --extra-index-url https://download.pytorch.org/whl/cpu \
  && pip uninstall -y spechub torchvision torchaudio torchcodec
 # A worker serves no HTTP: it is healthy when its Celery node answers a ping.
 HEALTHCHECK --interval=60s --timeout=20s --start-period=60s --retries=3 \
   CMD celery -A registry.celery inspect ping -d "celery@$HOSTNAME" --timeout 10
+USER spechub
 
 FROM web AS worker-gpu
+USER root
 RUN pip install --no-cache-dir ".[gpu]" && pip uninstall -y spechub
+USER spechub
 HEALTHCHECK --interval=60s --timeout=20s --start-period=60s --retries=3 \
   CMD celery -A registry.celery inspect ping -d "celery@$HOSTNAME" --timeout 10

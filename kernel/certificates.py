@@ -147,6 +147,23 @@ def new_seed() -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
+def public_key_from_text(text: str) -> Ed25519PublicKey:
+    """Return the public key whose 32 raw bytes `text` holds in base64; ValueError says what is wrong."""
+    try:
+        raw = base64.b64decode(text.strip(), validate=True)
+    except ValueError:
+        raise ValueError("is not base64") from None
+    if len(raw) != 32:
+        raise ValueError(f"decodes to {len(raw)} bytes; an Ed25519 public key is 32")
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def public_key_text(public_key: Ed25519PublicKey) -> str:
+    """Return the public key's 32 raw bytes in base64, the form SPECHUB_SIGNING_PUBLIC_KEY takes."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return base64.b64encode(raw).decode("ascii")
+
+
 def public_key_pem(public_key: Ed25519PublicKey) -> str:
     """Return the public key as PEM (SubjectPublicKeyInfo), the form verifiers load."""
     return public_key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()

@@ -30,6 +30,17 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 
+# With DEBUG off SpecHub is served over HTTPS: secure cookies, HSTS, and plain HTTP redirected,
+# except the health probes, which containers and load balancers make over plain HTTP.
+# SECURE_PROXY_SSL_HEADER: set SPECHUB_TLS_PROXY=1 only behind a proxy that terminates TLS and
+# overwrites X-Forwarded-Proto (trusting it otherwise would let clients claim HTTPS).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SPECHUB_TLS_PROXY", False) else None
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -168,19 +179,32 @@ SPECHUB_HUB_CACHE = Path(env_str("SPECHUB_HUB_CACHE", str(VAR_DIR / "hub-cache")
 # --- Certificates, schedules, alerts -----------------------------------------
 # The Ed25519 signing key as a base64 32-byte seed (`python -c "from kernel.certificates import
 # new_seed; print(new_seed())"`). Unset, a key is made once in SPECHUB_SIGNING_KEY_FILE (local use).
+# Only workers sign (they finish runs): the web tier and beat need the public key alone,
+# SPECHUB_SIGNING_PUBLIC_KEY, the key's 32 raw bytes in base64
+# (`python -c "from kernel.certificates import *; print(public_key_text(private_key_from_seed('<seed>').public_key()))"`).
 SPECHUB_SIGNING_KEY = env_str("SPECHUB_SIGNING_KEY", "")
-if not SPECHUB_SIGNING_KEY and not DEBUG:
+SPECHUB_SIGNING_PUBLIC_KEY = env_str("SPECHUB_SIGNING_PUBLIC_KEY", "")
+if not (SPECHUB_SIGNING_KEY or SPECHUB_SIGNING_PUBLIC_KEY) and not DEBUG:
     # A key file per container would give web and workers different keys: certificates signed by
     # a worker would not verify against the key the web serves.
     hint = 'python -c "from kernel.certificates import new_seed; print(new_seed())"'
-    raise ImproperlyConfigured(f"SPECHUB_SIGNING_KEY must be set when DEBUG is off; generate one with `{hint}`.")
-if SPECHUB_SIGNING_KEY:
-    from kernel.certificates import private_key_from_seed
+    raise ImproperlyConfigured(
+        "SPECHUB_SIGNING_KEY must be set when DEBUG is off (on workers; the web tier may have "
+        f"SPECHUB_SIGNING_PUBLIC_KEY instead); generate one with `{hint}`."
+    )
+if SPECHUB_SIGNING_KEY or SPECHUB_SIGNING_PUBLIC_KEY:
+    from kernel.certificates import key_id, private_key_from_seed, public_key_from_text
 
     try:
-        private_key_from_seed(SPECHUB_SIGNING_KEY)
+        _private = private_key_from_seed(SPECHUB_SIGNING_KEY) if SPECHUB_SIGNING_KEY else None
     except ValueError as exc:
         raise ImproperlyConfigured(f"SPECHUB_SIGNING_KEY {exc}; it must be a base64 Ed25519 seed of 32 bytes.") from None
+    try:
+        _public = public_key_from_text(SPECHUB_SIGNING_PUBLIC_KEY) if SPECHUB_SIGNING_PUBLIC_KEY else None
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"SPECHUB_SIGNING_PUBLIC_KEY {exc}; it must be a base64 Ed25519 public key.") from None
+    if _private and _public and key_id(_private.public_key()) != key_id(_public):
+        raise ImproperlyConfigured("SPECHUB_SIGNING_PUBLIC_KEY is not the public half of SPECHUB_SIGNING_KEY.")
 SPECHUB_SIGNING_KEY_FILE = Path(env_str("SPECHUB_SIGNING_KEY_FILE", str(VAR_DIR / "signing-key")))
 SPECHUB_CERTIFICATE_DAYS = env_int("SPECHUB_CERTIFICATE_DAYS", 90, minimum=1)
 # The nightly sweep re-certifies pairs whose certificate expires within this many days.

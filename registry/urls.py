@@ -9,6 +9,7 @@ from registry import views
 urlpatterns = [
     path("", views.catalog, name="catalog"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("pairs/<int:pk>/", views.pair_detail, name="pair"),
     path("runs/", views.queue, name="queue"),
     path("runs/<int:pk>/", views.run_detail, name="run"),

@@ -45,6 +45,16 @@ def test_production_services_refuse_to_start_without_a_secret_key():
         assert SERVICES[name]["environment"]["SECRET_KEY"].startswith("${SECRET_KEY:?")
 
 
+def test_only_workers_hold_the_signing_key_and_no_password_is_written_in_the_file():
+    for name in ("web", "beat"):
+        environment = SERVICES[name]["environment"]
+        assert "SPECHUB_SIGNING_KEY" not in environment and environment["SPECHUB_SIGNING_PUBLIC_KEY"].startswith("${")
+    for name in ("worker-cpu", "worker-gpu"):
+        assert SERVICES[name]["environment"]["SPECHUB_SIGNING_KEY"].startswith("${SPECHUB_SIGNING_KEY:?")
+    assert SERVICES["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert "${POSTGRES_PASSWORD:?" in SERVICES["web"]["environment"]["DATABASE_URL"]
+
+
 def test_docker_compose_accepts_the_file_where_the_client_has_compose():
     docker = shutil.which("docker")
     if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode != 0:
@@ -52,7 +62,13 @@ def test_docker_compose_accepts_the_file_where_the_client_has_compose():
         # a command per application service, which the other tests check.
         assert all("command" in SERVICES[name] for name in ("web", "beat", "worker-cpu", "worker-gpu"))
         return
-    env = {**os.environ, "SECRET_KEY": "x" * 50}
+    env = {
+        **os.environ,
+        "SECRET_KEY": "x" * 50,
+        "POSTGRES_PASSWORD": "p",
+        "SPECHUB_SIGNING_KEY": "k",
+        "SPECHUB_SIGNING_PUBLIC_KEY": "k",
+    }
     result = subprocess.run([docker, "compose", "config", "-q"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 

@@ -32,3 +32,9 @@ def test_nothing_is_installed_editable_and_every_image_has_a_health_check():
 def test_the_build_context_leaves_out_virtual_environments_and_local_state():
     ignored = set((ROOT / ".dockerignore").read_text().split())
     assert {".git", ".venv", ".venv-hub", "var"} <= ignored
+
+
+def test_every_image_runs_as_an_unprivileged_user():
+    for name, body in STAGES.items():
+        users = re.findall(r"^USER (\S+)$", body, flags=re.M)
+        assert users and users[-1] == "spechub", (name, users)

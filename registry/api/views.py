@@ -23,7 +23,7 @@ from registry.api.renderers import CsvRenderer
 from registry.filters import PairFilter
 from registry.models import Certificate, CertificationRun, HubModel, Pair
 from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations, webhooks_of
-from registry.services.certificates import signing_key
+from registry.services.certificates import verifying_key
 from registry.services.gate import hub_client
 from registry.services.notifications import webhook_endpoint_create, webhook_endpoint_delete
 from registry.services.runs import run_cancel, run_create
@@ -164,7 +164,7 @@ class PublicKey(APIView):
 
     @extend_schema(responses=s.PublicKeyOut)
     def get(self, request: Request) -> Response:
-        public = signing_key().public_key()
+        public = verifying_key()
         body = {"algorithm": certificates.ALGORITHM, "key_id": certificates.key_id(public)}
         return Response({**body, "public_key_pem": certificates.public_key_pem(public)})
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from kernel import certificates, result
@@ -17,10 +18,22 @@ from registry.selectors import run_document
 REPRODUCE = "python -m workers reproduce certificate.json --out reproduced.json"
 
 
+def verifying_key() -> Ed25519PublicKey:
+    """Return the public key that verifies this deployment's certificates (all the web tier holds)."""
+    if settings.SPECHUB_SIGNING_PUBLIC_KEY:
+        return certificates.public_key_from_text(settings.SPECHUB_SIGNING_PUBLIC_KEY)
+    return signing_key().public_key()
+
+
 def signing_key() -> Ed25519PrivateKey:
-    """Return the key certificates are signed with: from settings, or made once in the key file."""
+    """Return the key certificates are signed with: from settings, or made once in the key file (local use).
+
+    A process given only the public key (the web tier) cannot sign, and says so.
+    """
     if settings.SPECHUB_SIGNING_KEY:
         return certificates.private_key_from_seed(settings.SPECHUB_SIGNING_KEY)
+    if settings.SPECHUB_SIGNING_PUBLIC_KEY:
+        raise ImproperlyConfigured("This process holds only SPECHUB_SIGNING_PUBLIC_KEY; certificates are signed by workers.")
     path = settings.SPECHUB_SIGNING_KEY_FILE
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -148,3 +149,12 @@ def test_without_a_configured_key_one_is_made_once_in_the_key_file_and_kept(sett
     first = certificates.key_id(signing_key().public_key())
     assert settings.SPECHUB_SIGNING_KEY_FILE.stat().st_mode & 0o777 == 0o600
     assert certificates.key_id(signing_key().public_key()) == first
+
+
+def test_a_process_with_only_the_public_key_verifies_but_cannot_sign(db, settings, client):
+    private = certificates.private_key_from_seed(settings.SPECHUB_SIGNING_KEY)
+    settings.SPECHUB_SIGNING_PUBLIC_KEY = certificates.public_key_text(private.public_key())
+    settings.SPECHUB_SIGNING_KEY = ""
+    assert client.get("/api/v1/certificates/public-key/").json()["key_id"] == certificates.key_id(private.public_key())
+    with pytest.raises(ImproperlyConfigured, match="certificates are signed by workers"):
+        signing_key()

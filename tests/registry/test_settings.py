@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from kernel import certificates
 from registry import envconf
 from tests.support.processes import ROOT
 
@@ -55,6 +57,33 @@ def test_production_mode_without_a_signing_key_is_refused(tmp_path):
     result = load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50, SPECHUB_SIGNING_KEY="")
     assert result.returncode != 0
     assert "ImproperlyConfigured: SPECHUB_SIGNING_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_the_web_tier_in_production_mode_loads_with_the_public_key_alone(tmp_path):
+    public = certificates.public_key_text(certificates.private_key_from_seed(certificates.new_seed()).public_key())
+    result = load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50, SPECHUB_SIGNING_KEY="", SPECHUB_SIGNING_PUBLIC_KEY=public)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_public_key_that_is_not_the_signing_keys_half_is_refused(tmp_path):
+    other = certificates.public_key_text(certificates.private_key_from_seed(certificates.new_seed()).public_key())
+    result = load_settings(tmp_path, SPECHUB_SIGNING_KEY=certificates.new_seed(), SPECHUB_SIGNING_PUBLIC_KEY=other)
+    assert result.returncode != 0 and "is not the public half of SPECHUB_SIGNING_KEY" in result.stderr
+
+
+def test_production_mode_passes_djangos_deployment_checks(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARS}
+    env.update(
+        DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="spechub.example.org", SPECHUB_VAR_DIR=str(tmp_path)
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT, env=env,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
 
 
 def test_production_mode_with_a_secret_key_loads(tmp_path):

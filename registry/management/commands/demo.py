@@ -40,7 +40,7 @@ class Command(BaseCommand):
                 self._serve_hub(stack)
                 self._certify(pairs, limit)
             if not no_serve:
-                self.stdout.write(f"Serving the catalog on http://{addrport}/ (health at /healthz, API at /api/docs/)")
+                self.stdout.write(f"Serving the catalog on http://{addrport}/ (status at /readyz, API at /api/docs/)")
                 call_command("runserver", addrport, use_reloader=False)
 
     def _serve_hub(self, stack: ExitStack) -> None:

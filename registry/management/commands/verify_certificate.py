@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kernel import certificates
-from registry.services.certificates import signing_key
+from registry.services.certificates import verifying_key
 
 EXPIRED = 2
 
@@ -37,7 +37,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot read {options['file']}: {exc.strerror}.", returncode=1) from None
         try:
-            key = certificates.load_public_key(options["public_key"]) if options["public_key"] else signing_key().public_key()
+            key = certificates.load_public_key(options["public_key"]) if options["public_key"] else verifying_key()
             verified = certificates.verify(data, key)
         except certificates.CertificateInvalid as invalid:
             self.stderr.write(f"NOT VALID: {invalid}")
