@@ -118,7 +118,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.ScopedRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"submissions": SPECHUB_SUBMISSION_RATE},
+    # Anonymous callers by address, signed-in ones by account; counted in the shared cache.
+    "DEFAULT_THROTTLE_RATES": {"compatibility": env_str("SPECHUB_COMPATIBILITY_RATE", "60/minute")},
     "EXCEPTION_HANDLER": "registry.api.errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
@@ -145,6 +146,23 @@ CELERY_BROKER_KEY_PREFIX = env_str("CELERY_BROKER_KEY_PREFIX", "")
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600, minimum=1)
 CELERY_UNACKED_RESTORE_SECONDS = env_int("CELERY_UNACKED_RESTORE_SECONDS", 60, minimum=1)
 SPECHUB_GPU_CLASSES = env_list("SPECHUB_GPU_CLASSES", ["h100", "h200", "a100"])
+
+# --- Cache --------------------------------------------------------------------
+# Rate limits and gate reports are shared by every web process through Redis (SPECHUB_CACHE_URL,
+# by default the broker's Redis); the embedded default keeps them in process memory.
+SPECHUB_CACHE_URL = env_url("SPECHUB_CACHE_URL", schemes={"redis", "rediss"}) or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("redis") else None
+)
+CACHES = {
+    "default": {
+        "BACKEND": "registry.cache.FailOpenRedisCache",
+        "LOCATION": SPECHUB_CACHE_URL,
+        "KEY_PREFIX": f"spechub:{CELERY_BROKER_KEY_PREFIX}",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
+    if SPECHUB_CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 
 # --- Certification runs -----------------------------------------------------
 SPECHUB_RUN_SOFT_TIME_LIMIT = env_int("SPECHUB_RUN_SOFT_TIME_LIMIT", 3 * 3600, minimum=1)
@@ -174,6 +192,8 @@ SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.0)
 # HF_ENDPOINT is huggingface_hub's own variable; `make hub` serves the toy zoo there.
 SPECHUB_HUB_ENDPOINT = env_url("HF_ENDPOINT", schemes={"http", "https"}) or "https://huggingface.co"
 SPECHUB_HUB_TIMEOUT = env_int("SPECHUB_HUB_TIMEOUT", 30, minimum=1)
+# How long the compatibility endpoint keeps a gate report for the same repos at the same commits.
+SPECHUB_GATE_CACHE_SECONDS = env_int("SPECHUB_GATE_CACHE_SECONDS", 24 * 3600, minimum=0)
 SPECHUB_HUB_CACHE = Path(env_str("SPECHUB_HUB_CACHE", str(VAR_DIR / "hub-cache")))
 
 # --- Certificates, schedules, alerts -----------------------------------------

@@ -123,6 +123,11 @@ class LocalHub:
         log = (self.root / "olah.log").read_text(errors="replace")
         return {match.group(1) for match in request.finditer(log)}
 
+    def fetch_count(self, repo_id: str, filename: str) -> int:
+        """Return how many times clients have GET one file of repo_id, from olah's access log."""
+        request = re.compile(rf'"GET /{re.escape(repo_id)}/resolve/[^/ ]+/{re.escape(filename)} HTTP')
+        return len(request.findall((self.root / "olah.log").read_text(errors="replace")))
+
     def publish(self, repo_id: str, source: Path) -> str:
         """Serve the folder `source` as a new repo `repo_id` on the running hub; return its commit sha."""
         target = self.mirror(repo_id)

@@ -13,18 +13,19 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from kernel import certificates
-from kernel.repos import HubRepo, gate_check
 from registry.api import serializers as s
 from registry.api.pagination import IdsFirstPagination
 from registry.api.renderers import CsvRenderer
+from registry.api.throttles import SubmissionQuota
 from registry.filters import PairFilter
 from registry.models import Certificate, CertificationRun, HubModel, Pair
 from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations, webhooks_of
 from registry.services.certificates import verifying_key
-from registry.services.gate import hub_client
+from registry.services.gate import gate_report_cached
 from registry.services.notifications import webhook_endpoint_create, webhook_endpoint_delete
 from registry.services.runs import run_cancel, run_create
 from registry.services.submissions import submission_create
@@ -93,6 +94,12 @@ class PairRecertify(APIView):
 class Compatibility(APIView):
     """GET: the verifiers-by-drafts matrix. POST: the gate's verdict for two repos, creating nothing."""
 
+    throttle_scope = "compatibility"
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # Only the verdict reads the Hub inside the request; the matrix is one database read.
+        return super().get_throttles() if self.request.method == "POST" else []
+
     @extend_schema(responses=dict[str, Any])
     def get(self, request: Request) -> Response:
         return Response(compatibility_matrix())
@@ -102,15 +109,15 @@ class Compatibility(APIView):
         given = s.CompatibilityIn(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        client = hub_client()
-        report = gate_check(
-            verifier=HubRepo(client, data["verifier"], data["verifier_revision"]),
-            verifier_id=data["verifier"],
-            draft=HubRepo(client, data["draft"], data["draft_revision"]) if data.get("draft") else None,
+        report = gate_report_cached(
+            verifier=data["verifier"],
+            verifier_revision=data["verifier_revision"],
+            draft=data.get("draft") or None,
+            draft_revision=data["draft_revision"],
             method=data.get("method"),
             k=data.get("num_speculative_tokens"),
         )
-        return Response(report.as_dict())
+        return Response(report)
 
 
 class Recommendations(APIView):
@@ -139,7 +146,7 @@ class SubmissionCreate(APIView):
     """Submit a draft: the gate's verdict comes back at once, and the run id when a run was queued."""
 
     permission_classes = [permissions.IsAuthenticated]
-    throttle_scope = "submissions"
+    throttle_classes = [SubmissionQuota]
 
     @extend_schema(request=s.SubmissionIn, responses={201: s.SubmissionOut, 200: s.SubmissionOut})
     def post(self, request: Request) -> Response:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.conf import settings
+from django.core.cache import cache
 
 from kernel.formats import Report
 from kernel.hub import HubClient
@@ -21,6 +25,32 @@ def hub_client(*, token: str | bool = False) -> HubClient:
         token=token,
         timeout=settings.SPECHUB_HUB_TIMEOUT,
     )
+
+
+def gate_report_cached(
+    *, verifier: str, verifier_revision: str, draft: str | None, draft_revision: str, method: str | None, k: int | None
+) -> dict[str, object]:
+    """Return the gate's report on the repos at the commits their revisions name now.
+
+    The report of a (repo, sha) pair never changes, so it is kept in the shared cache: a caller
+    asking again costs two revision lookups, not a second read of configs, tokenizers and headers.
+    """
+    client = hub_client()
+    verifier_sha = client.resolve(verifier, verifier_revision)
+    draft_sha = client.resolve(draft, draft_revision) if draft else None
+    identity = json.dumps([verifier, verifier_sha, draft, draft_sha, method, k])
+    key = f"gate-report:{hashlib.sha256(identity.encode()).hexdigest()}"
+    report: dict[str, object] | None = cache.get(key)
+    if report is None:
+        report = gate_check(
+            verifier=HubRepo(client, verifier, verifier_sha),
+            verifier_id=verifier,
+            draft=HubRepo(client, draft, draft_sha) if draft and draft_sha else None,
+            method=method,
+            k=k,
+        ).as_dict()
+        cache.set(key, report, settings.SPECHUB_GATE_CACHE_SECONDS)
+    return report
 
 
 def pair_judgement_store(*, pair: Pair, report: Report) -> Pair:

@@ -86,6 +86,33 @@ def test_production_mode_passes_djangos_deployment_checks(tmp_path):
     assert "no issues" in result.stdout
 
 
+SHARED_CACHE = (
+    "import django; django.setup(); from django.core.cache import cache; "
+    "cache.set('probe', 1); print(type(cache._connections['default'] if hasattr(cache, '_connections') else cache).__name__,"
+    " cache.get('probe', 'miss'))"
+)
+
+
+def test_with_a_redis_broker_the_cache_is_shared_redis_and_an_unreachable_one_reads_as_a_miss(tmp_path):
+    import os
+
+    from tests.services import free_port
+
+    env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARS}
+    env.update(DJANGO_SETTINGS_MODULE="registry.settings", SPECHUB_VAR_DIR=str(tmp_path))
+
+    def probe(broker: str) -> list[str]:
+        run = subprocess.run(
+            [sys.executable, "-c", SHARED_CACHE], cwd=ROOT, env={**env, "CELERY_BROKER_URL": broker},
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        return run.stdout.split()
+
+    assert probe(os.environ["CELERY_BROKER_URL"]) == ["FailOpenRedisCache", "1"]
+    assert probe(f"redis://127.0.0.1:{free_port()}/0") == ["FailOpenRedisCache", "miss"]
+
+
 def test_production_mode_with_a_secret_key_loads(tmp_path):
     result = load_settings(tmp_path, DEBUG="0", SECRET_KEY="x" * 50)
     assert result.returncode == 0, result.stderr

@@ -111,17 +111,47 @@ def test_users_cancel_their_own_runs_and_not_others():
     assert_error_shape(alice.post(f"/api/v1/runs/{run_id}/cancel/"), 409)  # already final
 
 
-def test_submissions_are_rate_limited_with_retry_after(monkeypatch):
-    from django.core.cache import cache
-
-    cache.clear()
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"submissions": "2/minute"})
+def test_submissions_are_rate_limited_with_retry_after(settings):
+    settings.SPECHUB_SUBMISSION_RATE = "2/minute"
     alice = client_for("alice")
     payload = {"repo_id": f"{ORG}/broken-pickle-only", "verifier_repo_id": f"{ORG}/llama-verifier"}
     assert [alice.post("/api/v1/submissions/", payload, format="json").status_code for _ in range(2)] == [200, 200]
     limited = alice.post("/api/v1/submissions/", payload, format="json")
     assert_error_shape(limited, 429)
-    assert int(limited["Retry-After"]) > 0
+    assert 0 < int(limited["Retry-After"]) <= 60
+
+
+def test_requests_refused_by_validation_do_not_use_up_the_submission_quota(settings):
+    settings.SPECHUB_SUBMISSION_RATE = "2/minute"
+    alice = client_for("alice")
+    bad = {"repo_id": "../../etc/passwd"}
+    assert {alice.post("/api/v1/submissions/", bad, format="json").status_code for _ in range(5)} == {400}
+    payload = {"repo_id": f"{ORG}/broken-pickle-only", "verifier_repo_id": f"{ORG}/llama-verifier"}
+    assert [alice.post("/api/v1/submissions/", payload, format="json").status_code for _ in range(3)] == [200, 200, 429]
+    assert client_for("bob").post("/api/v1/submissions/", payload, format="json").status_code == 200  # per user
+
+
+def test_anonymous_gate_verdicts_are_rate_limited_and_the_matrix_is_not(monkeypatch):
+    from django.core.cache import cache
+
+    cache.clear()
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"compatibility": "2/minute"})
+    payload = {"draft": f"{ORG}/llama-draft-1l", "verifier": f"{ORG}/llama-verifier"}
+    codes = [APIClient().post("/api/v1/compatibility/", payload, format="json").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    assert {APIClient().get("/api/v1/compatibility/").status_code for _ in range(4)} == {200}
+
+
+def test_a_gate_verdict_asked_again_is_served_from_the_cache_without_rereading_the_repos(hub):
+    from django.core.cache import cache
+
+    cache.clear()
+    payload = {"draft": f"{ORG}/eagle3-head", "verifier": f"{ORG}/llama-verifier"}
+    first = APIClient().post("/api/v1/compatibility/", payload, format="json").json()
+    reads = hub.fetch_count(f"{ORG}/eagle3-head", "config.json")
+    again = APIClient().post("/api/v1/compatibility/", payload, format="json").json()
+    assert again == first and first["compatible"] is True
+    assert hub.fetch_count(f"{ORG}/eagle3-head", "config.json") == reads >= 1
 
 
 def test_the_openapi_schema_validates_and_lists_the_endpoints():
