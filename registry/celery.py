@@ -13,9 +13,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
 app = Celery("spechub")
 
 
+def hardware_queues() -> list[str]:
+    """Return the queues certifications run on: cpu, and one per GPU class in settings."""
+    return ["cpu", *(f"gpu.{name}" for name in settings.SPECHUB_GPU_CLASSES)]
+
+
 def queue_names() -> list[str]:
-    """Return every queue: default, cpu, and one per GPU class in settings."""
-    return ["default", "cpu", *(f"gpu.{name}" for name in settings.SPECHUB_GPU_CLASSES)]
+    """Return every queue: default, the hardware queues, and the notifications queue."""
+    return list(dict.fromkeys(["default", *hardware_queues(), settings.SPECHUB_NOTIFICATIONS_QUEUE]))
 
 
 def celery_config() -> dict[str, object]:
@@ -45,6 +50,10 @@ def celery_config() -> dict[str, object]:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_default_queue="default",
+        task_routes={
+            name: {"queue": settings.SPECHUB_NOTIFICATIONS_QUEUE}
+            for name in ("registry.deliver_webhook", "registry.deliver_due_webhooks")
+        },
         task_queues=[Queue(name, routing_key=name) for name in queue_names()],
         task_serializer="json",
         accept_content=["json"],

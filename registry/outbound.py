@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from urllib.parse import urlsplit
 
 import httpx
@@ -102,8 +104,16 @@ def pinned_address(url: str, allowed_hosts: Collection[str]) -> IPAddress | None
     return addresses[0]
 
 
-def post(url: str, *, content: bytes, headers: dict[str, str], timeout: float, allowed_hosts: Collection[str]) -> httpx.Response:
-    """POST to `url` at the address checked just now, without its userinfo; never follows redirects or proxies."""
+# A receiver's answer is read no further than this: only its status matters.
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+def post(url: str, *, content: bytes, headers: dict[str, str], timeout: float, allowed_hosts: Collection[str]) -> int:
+    """POST to `url` at the address checked just now, without its userinfo; return the answer's status.
+
+    `timeout` bounds the whole exchange, not each read: a receiver that drips its answer is cut
+    off when the time is up. Never follows redirects or environment proxies.
+    """
     address = pinned_address(url, allowed_hosts)
     parts = urlsplit(url)
     target = httpx.URL(url).copy_with(userinfo=b"")  # never sent on as a Basic Authorization header
@@ -112,5 +122,28 @@ def post(url: str, *, content: bytes, headers: dict[str, str], timeout: float, a
         target = target.copy_with(host=str(address))
         headers = {**headers, "Host": parts.netloc.rpartition("@")[2]}
         extensions["sni_hostname"] = parts.hostname or ""
-    with httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False) as client:
-        return client.post(target, content=content, headers=headers, extensions=extensions)
+    client = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
+    exchange = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhook")
+    answer = exchange.submit(
+        _exchange, client, httpx.Request("POST", target, content=content, headers=headers, extensions=extensions)
+    )
+    try:
+        return answer.result(timeout=timeout)
+    except FutureTimeout:
+        raise httpx.TimeoutException(f"no complete answer within {timeout} s") from None
+    finally:
+        client.close()  # also ends an exchange still running: its connection closes under it
+        exchange.shutdown(wait=False)
+
+
+def _exchange(client: httpx.Client, request: httpx.Request) -> int:
+    response = client.send(request, stream=True)
+    try:
+        read = 0
+        for chunk in response.iter_raw():
+            read += len(chunk)
+            if read > MAX_ANSWER_BYTES:
+                break
+        return response.status_code
+    finally:
+        response.close()

@@ -239,7 +239,12 @@ SPECHUB_ENGINE_CHECK_SECONDS = env_int("SPECHUB_ENGINE_CHECK_SECONDS", 300, mini
 SPECHUB_DISPATCH_GRACE_SECONDS = env_int("SPECHUB_DISPATCH_GRACE_SECONDS", 60, minimum=0)
 SPECHUB_WEBHOOK_MAX_ATTEMPTS = env_int("SPECHUB_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 SPECHUB_WEBHOOK_BACKOFF_SECONDS = env_int("SPECHUB_WEBHOOK_BACKOFF_SECONDS", 30, minimum=0)
+# The whole exchange with a receiver, connect to last byte read; the answer is read to 64 KiB at most.
 SPECHUB_WEBHOOK_TIMEOUT = env_int("SPECHUB_WEBHOOK_TIMEOUT", 10, minimum=1)
+SPECHUB_WEBHOOKS_PER_USER = env_int("SPECHUB_WEBHOOKS_PER_USER", 10, minimum=1)
+# Deliveries go to this queue; compose gives them their own worker, so a slow receiver never
+# holds up certifications or beat's sweeps. The embedded default and the tests use `default`.
+SPECHUB_NOTIFICATIONS_QUEUE = env_str("SPECHUB_NOTIFICATIONS_QUEUE", "default")
 # Webhooks reach public addresses only; these host names (or literal addresses) are let through
 # even when they are internal, for an operator's own receivers. Lower case, comma-separated.
 SPECHUB_WEBHOOK_ALLOWED_HOSTS = frozenset(host.lower() for host in env_list("SPECHUB_WEBHOOK_ALLOWED_HOSTS", []))

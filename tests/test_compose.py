@@ -11,7 +11,7 @@ import uuid
 import pytest
 import yaml
 
-from registry.celery import queue_names
+from registry.celery import celery_config, hardware_queues, queue_names
 from tests.support.processes import ROOT, Process, compose_command, process_env, worker_database_url
 
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -23,7 +23,19 @@ def option(command: list[str], flag: str) -> str:
 
 
 def test_it_declares_the_deployment_services():
-    assert set(SERVICES) == {"postgres", "redis", "web", "beat", "worker-cpu", "worker-gpu"}
+    assert set(SERVICES) == {"postgres", "redis", "web", "beat", "worker-notify", "worker-cpu", "worker-gpu"}
+
+
+def test_webhook_deliveries_have_their_own_queue_and_worker_apart_from_engines(settings):
+    assert SERVICES["web"]["environment"]["SPECHUB_NOTIFICATIONS_QUEUE"] == "notifications"
+    assert option(compose_command("worker-notify"), "-Q") == "notifications"
+    assert "SPECHUB_SIGNING_KEY" not in SERVICES["worker-notify"]["environment"]
+    for name in ("worker-cpu", "worker-gpu"):
+        assert "notifications" not in option(compose_command(name), "-Q").split(",")
+    settings.SPECHUB_NOTIFICATIONS_QUEUE = "notifications"
+    routes = celery_config()["task_routes"]
+    assert isinstance(routes, dict) and routes["registry.deliver_webhook"] == {"queue": "notifications"}
+    assert "notifications" in queue_names() and "notifications" not in hardware_queues()
 
 
 def test_engine_workers_run_solo_one_job_at_a_time_on_known_queues():

@@ -99,7 +99,7 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
         webhooks.SIGNATURE_HEADER: webhooks.signature(delivery.endpoint.secret, int(time.time()), body),
     }
     try:
-        response = outbound.post(
+        status = outbound.post(
             delivery.endpoint.url,
             content=body,
             headers=headers,
@@ -110,7 +110,7 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
         return None, f"refused: {refused}"
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"
-    return response.status_code, "" if response.is_success else f"HTTP {response.status_code}"
+    return status, "" if 200 <= status < 300 else f"HTTP {status}"
 
 
 def _record(delivery: WebhookDelivery, status: int | None, error: str, now: datetime) -> str:
@@ -144,6 +144,9 @@ def webhook_endpoint_create(*, owner: Any, url: str, events: list[str]) -> Webho
     refusal = outbound.url_refusal(url, settings.SPECHUB_WEBHOOK_ALLOWED_HOSTS)
     if refusal:
         raise ValidationError(f"Webhook URL refused: {refusal}", code="webhook-url-refused")
+    if WebhookEndpoint.objects.filter(owner=owner).count() >= settings.SPECHUB_WEBHOOKS_PER_USER:
+        limit = settings.SPECHUB_WEBHOOKS_PER_USER
+        raise ValidationError(f"You have {limit} webhook endpoints, the most allowed; delete one first.", code="webhook-limit")
     return WebhookEndpoint.objects.create(owner=owner, url=url, events=events, secret=secrets.token_hex(32))
 
 

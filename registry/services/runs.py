@@ -18,7 +18,7 @@ from kombu.exceptions import OperationalError
 from kernel import result
 from kernel.errors import Fault, RunError
 from kernel.spec import RunSpec
-from registry.celery import queue_names
+from registry.celery import hardware_queues
 from registry.dispatch import task_send
 from registry.models import CertificationRun, Pair, Priority, RunTrigger, WorkloadResult
 from registry.selectors import run_spec
@@ -94,8 +94,8 @@ def run_create(
     priority: int = Priority.NORMAL,
 ) -> CertificationRun:
     """Queue a certification of `pair` on `hardware`; it is dispatched after commit."""
-    if hardware not in queue_names() or hardware == "default":
-        raise ValidationError(f"Unknown hardware class {hardware!r}; use one of {queue_names()[1:]}.", code="unknown-hardware")
+    if hardware not in hardware_queues():
+        raise ValidationError(f"Unknown hardware class {hardware!r}; use one of {hardware_queues()}.", code="unknown-hardware")
     run = CertificationRun.objects.create(
         pair=pair,
         hardware=hardware,

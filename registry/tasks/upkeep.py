@@ -12,7 +12,7 @@ from django.conf import settings
 
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
-from registry.celery import app
+from registry.celery import app, hardware_queues
 from registry.services import notifications, publishing, runs, schedules
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def report_engine_build(sender: Any, **_: Any) -> None:
         return
     worker = f"{getattr(sender, 'hostname', socket.gethostname())}:{os.getpid()}"
     for queue in sender.app.amqp.queues.consume_from or {}:
-        if queue == "default":
+        if queue not in hardware_queues():  # default and notifications run no engine
             continue
         try:
             schedules.engine_build_report(hardware=queue, engine=engine, version=version, worker=worker)

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 
+import httpx
 import pytest
 
 from registry import outbound
@@ -111,7 +117,74 @@ def test_the_request_goes_to_the_checked_address_with_the_name_as_host_with_loop
     monkeypatch.setattr(outbound, "resolve", counted)
     with webhook_receiver() as receiver:
         url = receiver.url.replace("127.0.0.1", "localhost")
-        response = outbound.post(url, content=b"{}", headers={}, timeout=5, allowed_hosts=frozenset())
-    assert response.status_code == 200 and lookups == ["localhost"]
+        status = outbound.post(url, content=b"{}", headers={}, timeout=5, allowed_hosts=frozenset())
+    assert status == 200 and lookups == ["localhost"]
     [received] = receiver.received
     assert received.headers["Host"] == url.split("/")[2]
+
+
+@contextmanager
+def raw_receiver(answer) -> Iterator[str]:
+    """A loopback server that reads a request and answers with `answer(connection)`, however slowly."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.recv(65536)
+                with suppress(OSError):  # the client hung up, as it should
+                    answer(connection, stop)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+
+
+def drip(connection, stop) -> None:
+    for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok":
+        if stop.wait(0.4):
+            return
+        connection.sendall(bytes([byte]))
+
+
+def endless(connection, stop) -> None:
+    connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"10000\r\n" + b"x" * 0x10000 + b"\r\n"
+    while not stop.is_set():
+        connection.sendall(chunk)
+
+
+def test_a_receiver_that_drips_its_answer_is_cut_off_when_the_time_is_up():
+    with raw_receiver(drip) as url:
+        started = time.monotonic()
+        with pytest.raises(httpx.TimeoutException, match="no complete answer within 1"):
+            outbound.post(url, content=b"{}", headers={}, timeout=1, allowed_hosts={"127.0.0.1"})
+        assert time.monotonic() - started < 3  # each byte came well within the per-read limit
+
+
+def test_an_endless_answer_is_read_no_further_than_the_cap():
+    with raw_receiver(endless) as url:
+        started = time.monotonic()
+        status = outbound.post(url, content=b"{}", headers={}, timeout=5, allowed_hosts={"127.0.0.1"})
+    assert status == 200 and time.monotonic() - started < 3
+
+
+def test_an_owner_may_register_only_so_many_endpoints(db, client, django_user_model, settings):
+    settings.SPECHUB_WEBHOOKS_PER_USER = 2
+    client.force_login(django_user_model.objects.create_user("author", password="pw"))
+    codes = [
+        client.post("/api/v1/webhooks/", {"url": f"https://hooks.invalid/{n}"}, content_type="application/json").status_code
+        for n in range(3)
+    ]
+    assert codes == [201, 201, 400] and WebhookEndpoint.objects.count() == 2
