@@ -30,7 +30,11 @@ class PairAdmin(admin.ModelAdmin[Pair]):
     list_display = ["id", "draft", "verifier", "method", "num_speculative_tokens", "created_at"]
     list_filter = ["method"]
     search_fields = ["draft__repo_id", "verifier__repo_id"]
-    readonly_fields = ["identity"]
+    # What the gate judged and what the latest certification measured are written by services only.
+    readonly_fields = [
+        "identity", "compatibility", "format_metadata", "latest_run", "verdict", "speedup", "mean_acceptance_length",
+        "hardware", "engine_version", "regressed",
+    ]  # fmt: skip
 
 
 @admin.register(Submission)
@@ -61,11 +65,18 @@ class CertificateAdmin(admin.ModelAdmin[Certificate]):
     list_display = ["pair", "verdict", "issued_at", "expires_at"]
     list_filter = ["verdict"]
 
+    def get_readonly_fields(self, request: object, obj: Certificate | None = None) -> list[str]:
+        # Signed content: an edit here would make the stored columns disagree with the signed file.
+        return [field.name for field in Certificate._meta.fields]
+
 
 @admin.register(Regression)
 class RegressionAdmin(admin.ModelAdmin[Regression]):
     list_display = ["pair", "run", "metric", "previous", "current", "relative_change", "detected_at"]
     list_filter = ["metric"]
+
+    def get_readonly_fields(self, request: object, obj: Regression | None = None) -> list[str]:
+        return [field.name for field in Regression._meta.fields]
 
 
 @admin.register(EngineBuild)

@@ -115,7 +115,11 @@ def env_database(name: str, *, default_sqlite_path: str) -> dict[str, Any]:
     """Return a Django DATABASES entry from a database URL, SQLite at the path when unset."""
     url = env_url(name, schemes=_DATABASE_SCHEMES)
     if url is None:
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": default_sqlite_path}
+        # A burst of writes waits for SQLite's lock (up to 20 s) instead of failing "database is locked":
+        # transactions take the write lock when they begin (a deferred one that reads first fails at
+        # once when it tries to write), and WAL lets readers go on meanwhile.
+        options = {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": default_sqlite_path, "OPTIONS": options}
     if not url.startswith("sqlite") and not urlsplit(url).path.strip("/"):
         raise ImproperlyConfigured(f"{name} names no database; add one after the host, e.g. postgres://host:5432/spechub.")
     try:

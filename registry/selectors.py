@@ -13,7 +13,7 @@ from django.utils import timezone
 from kernel import result
 from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
 from registry.filters import PairFilter, filtered_pairs
-from registry.models import CertificationRun, HubModel, Pair, Role, Submission, WebhookEndpoint
+from registry.models import CertificationRun, HubModel, Pair, Role, Submission, SubmissionStatus, WebhookEndpoint
 from registry.states import FINAL_STATES, RunState
 
 
@@ -260,7 +260,11 @@ def previous_lineage_run(*, run: CertificationRun) -> CertificationRun | None:
 
 def pair_owner(*, pair: Pair) -> Any:
     """Return the user whose submission first produced the pair, or None for pairs SpecHub added itself."""
-    submission = pair.submissions.filter(submitted_by__isnull=False).order_by("created_at", "id").first()
+    # The submission that created the pair: a later duplicate (of a pair SpecHub added itself, say)
+    # makes nobody its owner.
+    submission = (
+        pair.submissions.filter(submitted_by__isnull=False, status=SubmissionStatus.ACCEPTED).order_by("created_at", "id").first()
+    )
     return submission.submitted_by if submission else None
 
 

@@ -181,3 +181,25 @@ def test_an_owner_deletes_their_endpoint_and_nobody_else_can(db, owner, client, 
     client.force_login(owner)
     assert client.delete(f"/api/v1/webhooks/{endpoint.pk}/").status_code == 204
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_a_duplicate_submission_of_a_pair_spechub_added_makes_nobody_its_owner(db, owner):
+    from registry.selectors import pair_owner
+
+    pair = PairFactory.create()
+    draft = pair.draft
+    assert draft is not None
+    Submission.objects.create(submitted_by=owner, repo_id=draft.repo_id, revision=draft.sha, pair=pair, status="duplicate")
+    assert pair_owner(pair=pair) is None
+    assert pair_owner(pair=owned_pair(owner)) == owner
+
+
+def test_staff_cannot_edit_signed_or_measured_fields_in_the_admin(db, client, django_user_model):
+    staff = django_user_model.objects.create_superuser("staff", password="pw")
+    client.force_login(staff)
+    run = finish_run(owned_pair(staff))
+    certificate = run.pair.certificates.get()
+    pair_form = client.get(f"/admin/registry/pair/{run.pair_id}/change/").content.decode()
+    assert 'name="speedup"' not in pair_form and 'name="verdict"' not in pair_form and 'name="method"' in pair_form
+    form = client.get(f"/admin/registry/certificate/{certificate.pk}/change/").content.decode()
+    assert 'name="document"' not in form and 'name="verdict"' not in form and certificate.digest in form

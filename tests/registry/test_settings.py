@@ -159,3 +159,45 @@ def test_env_url_refuses_a_missing_scheme(monkeypatch):
     monkeypatch.setenv("X_URL", "localhost:6379")
     with pytest.raises(ImproperlyConfigured, match="X_URL has scheme"):
         envconf.env_url("X_URL", schemes={"redis"})
+
+
+SQLITE_BURST = """
+import threading, time, django
+django.setup()
+from django.core.management import call_command
+from django.db import connection, transaction
+call_command("migrate", verbosity=0)
+from django.contrib.auth.models import User
+errors = []
+
+def hold_the_lock():
+    with transaction.atomic():
+        User.objects.create(username="holder")
+        time.sleep(1.5)
+    connection.close()
+
+def write_meanwhile():
+    time.sleep(0.3)
+    try:
+        with transaction.atomic():  # reads, then writes: the case SQLite refuses at once by default
+            User.objects.filter(username="waiter").exists()
+            User.objects.create(username="waiter")
+    except Exception as exc:
+        errors.append(repr(exc))
+    connection.close()
+
+threads = [threading.Thread(target=hold_the_lock), threading.Thread(target=write_meanwhile)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(errors, User.objects.count())
+"""
+
+
+def test_on_the_sqlite_default_a_write_waits_for_the_lock_instead_of_failing(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARS}
+    env.update(DJANGO_SETTINGS_MODULE="registry.settings", SPECHUB_VAR_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", SQLITE_BURST], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["[]", "2"], result.stdout
