@@ -83,6 +83,11 @@ ERRORS: dict[str, ErrorText] = {
         "The repository lists a file name SpecHub refuses to handle.",
         "Rename files so that no name is absolute, contains '..', a backslash or control characters.",
     ),
+    "hub:refused": ErrorText(
+        Fault.USER,
+        "The Hub refused the request for this repository (a client error, not an outage).",
+        "Check the repo id and revision; if they are right, the Hub's message in the details says what it wants.",
+    ),
     "hub:unreachable": ErrorText(
         Fault.INFRA,
         "The Hub could not be reached.",

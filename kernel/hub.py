@@ -282,6 +282,13 @@ def classify(exc: BaseException, repo_id: str, revision: str) -> RunError:
             return InfraError("hub:timeout", f"{where}.")
         if isinstance(cause, httpx2.TransportError | ConnectionError):
             return InfraError("hub:unreachable", f"{where}: {cause}.")
-        if isinstance(cause, HfHubHTTPError) and cause.response is not None and cause.response.status_code >= 429:
-            return InfraError("hub:server-error", f"{where}: HTTP {cause.response.status_code}.")
+        if isinstance(cause, HfHubHTTPError) and cause.response is not None:
+            return _http_error(cause.response.status_code, where)
     return InfraError("hub:unreachable", f"{where}: {type(exc).__name__}: {exc}.")
+
+
+def _http_error(status: int, where: str) -> RunError:
+    """A 4xx is the request's fault (retrying repeats it), except a timeout or a request to slow down."""
+    if status in (408, 429) or status >= 500:
+        return InfraError("hub:server-error", f"{where}: HTTP {status}.")
+    return UserError("hub:refused", f"{where}: HTTP {status}.")

@@ -242,6 +242,10 @@ SPECHUB_WEBHOOK_BACKOFF_SECONDS = env_int("SPECHUB_WEBHOOK_BACKOFF_SECONDS", 30,
 # The whole exchange with a receiver, connect to last byte read; the answer is read to 64 KiB at most.
 SPECHUB_WEBHOOK_TIMEOUT = env_int("SPECHUB_WEBHOOK_TIMEOUT", 10, minimum=1)
 SPECHUB_WEBHOOKS_PER_USER = env_int("SPECHUB_WEBHOOKS_PER_USER", 10, minimum=1)
+# Sign-in: this many wrong passwords for one account from one address (or from all) lock it for a while.
+SPECHUB_LOGIN_FAILURES_PER_ADDRESS = env_int("SPECHUB_LOGIN_FAILURES_PER_ADDRESS", 5, minimum=1)
+SPECHUB_LOGIN_FAILURES_PER_ACCOUNT = env_int("SPECHUB_LOGIN_FAILURES_PER_ACCOUNT", 20, minimum=1)
+SPECHUB_LOGIN_LOCK_SECONDS = env_int("SPECHUB_LOGIN_LOCK_SECONDS", 15 * 60, minimum=1)
 # Deliveries go to this queue; compose gives them their own worker, so a slow receiver never
 # holds up certifications or beat's sweeps. The embedded default and the tests use `default`.
 SPECHUB_NOTIFICATIONS_QUEUE = env_str("SPECHUB_NOTIFICATIONS_QUEUE", "default")

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from registry import views
+from registry.logins import AdminSignInForm, SignInForm
+
+admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
     path("", views.catalog, name="catalog"),
@@ -15,6 +19,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("submit/", views.submit, name="submit"),
     path("matrix/", views.matrix, name="matrix"),
+    path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("registry.api.urls")),

@@ -144,6 +144,10 @@ def _constructed(error_class, status: int):
         ("RevisionNotFoundError", 404, "hub:revision-not-found", False),
         ("HfHubHTTPError", 503, "hub:server-error", True),
         ("HfHubHTTPError", 429, "hub:server-error", True),
+        ("HfHubHTTPError", 408, "hub:server-error", True),
+        ("HfHubHTTPError", 400, "hub:refused", False),
+        ("HfHubHTTPError", 401, "hub:refused", False),
+        ("HfHubHTTPError", 422, "hub:refused", False),
     ],
 )
 def test_classify_maps_constructed_client_errors(error_class, status, code, retryable):
