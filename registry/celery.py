@@ -13,6 +13,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
 app = Celery("spechub")
 
 
+# Tasks that talk to the outside world on an owner's behalf: they share the notifications queue.
+NOTIFICATION_TASKS = (
+    "registry.deliver_webhook",
+    "registry.deliver_due_webhooks",
+    "registry.send_due_emails",
+)
+
+
 def hardware_queues() -> list[str]:
     """Return the queues certifications run on: cpu, and one per GPU class in settings."""
     return ["cpu", *(f"gpu.{name}" for name in settings.SPECHUB_GPU_CLASSES)]
@@ -50,10 +58,7 @@ def celery_config() -> dict[str, object]:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_default_queue="default",
-        task_routes={
-            name: {"queue": settings.SPECHUB_NOTIFICATIONS_QUEUE}
-            for name in ("registry.deliver_webhook", "registry.deliver_due_webhooks")
-        },
+        task_routes={name: {"queue": settings.SPECHUB_NOTIFICATIONS_QUEUE} for name in NOTIFICATION_TASKS},
         task_queues=[Queue(name, routing_key=name) for name in queue_names()],
         task_serializer="json",
         accept_content=["json"],

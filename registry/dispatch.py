@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -20,5 +19,15 @@ def task_send(name: str, *args: Any, **options: Any) -> None:
 
 
 def task_send_on_commit(name: str, *args: Any, **options: Any) -> None:
-    """Send task `name` once the current transaction commits, so the worker sees the rows it reads."""
-    transaction.on_commit(partial(task_send, name, *args, **options))
+    """Send task `name` once the current transaction commits, so the worker sees the rows it reads.
+
+    Robust: a broker error is logged and the later hooks still run. Whatever is sent this way is
+    also a row a sweep finds again (a delivery, an email, a certificate without its PR).
+    """
+
+    def send() -> None:
+        task_send(name, *args, **options)
+
+    # Django names a failing robust hook by its __qualname__ (a partial has none); say which task it was.
+    send.__qualname__ = f"task_send({name!r})"
+    transaction.on_commit(send, robust=True)

@@ -241,8 +241,11 @@ class Certificate(models.Model):
     # When the expiry sweep saw it lapse; the signed verdict itself never changes.
     expired_at = models.DateTimeField(null=True, blank=True)
     reproduce = models.TextField(blank=True)
-    # The pull request that published it on the draft's Hub repo, when publishing is on.
+    # The pull request that published it on the draft's Hub repo, when publishing is on; a sweep
+    # dispatches those not yet opened (hub_pr_dispatched_at leases them), unless the Hub refused.
     hub_pr_url = models.URLField(max_length=500, blank=True)
+    hub_pr_dispatched_at = models.DateTimeField(null=True, blank=True)
+    hub_pr_error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-issued_at", "-id"]
@@ -318,7 +321,25 @@ class DeliveryState(models.TextChoices):
     FAILED = "failed"
 
 
-class WebhookDelivery(models.Model):
+class Outbound(models.Model):
+    """Something SpecHub owes someone outside (a webhook, an email): kept until delivered or out of attempts.
+
+    The row is written in the transaction that raises it, so a broker or mail outage delays it
+    and a sweep retries it; nothing is lost with a failed dispatch.
+    """
+
+    state = models.CharField(max_length=16, choices=DeliveryState.choices, default=DeliveryState.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+
+class WebhookDelivery(Outbound):
     """One event for one endpoint; retried with backoff until delivered or out of attempts."""
 
     endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
@@ -326,13 +347,7 @@ class WebhookDelivery(models.Model):
     # One delivery per endpoint and subject, however often the event is raised.
     dedupe_key = models.CharField(max_length=100)
     body = models.TextField()
-    state = models.CharField(max_length=16, choices=DeliveryState.choices, default=DeliveryState.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["endpoint", "dedupe_key"], name="delivery_unique_per_subject")]
@@ -341,3 +356,18 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} to endpoint {self.endpoint_id} ({self.state})"
+
+
+class EmailNotice(Outbound):
+    """One email to a pair's owner (regressed, expired); sent by a task, retried by the sweep."""
+
+    to = models.EmailField()
+    subject = models.CharField(max_length=200)
+    body = models.TextField()
+
+    class Meta:
+        indexes = [models.Index(fields=["state", "next_attempt_at"], name="email_due")]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"email to {self.to} ({self.state})"

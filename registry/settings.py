@@ -254,6 +254,8 @@ SPECHUB_NOTIFICATIONS_QUEUE = env_str("SPECHUB_NOTIFICATIONS_QUEUE", "default")
 SPECHUB_WEBHOOK_ALLOWED_HOSTS = frozenset(host.lower() for host in env_list("SPECHUB_WEBHOOK_ALLOWED_HOSTS", []))
 # Off by default: open a PR with the certificate on the draft's Hub repo (needs a write token).
 SPECHUB_HUB_PUBLISH = env_bool("SPECHUB_HUB_PUBLISH", False)
+# A certificate's PR dispatch is retried by the sweep once this long has passed without a PR.
+SPECHUB_HUB_PR_LEASE_SECONDS = env_int("SPECHUB_HUB_PR_LEASE_SECONDS", 3600, minimum=1)
 SPECHUB_HUB_TOKEN = env_str("SPECHUB_HUB_TOKEN", "")
 if SPECHUB_HUB_PUBLISH and not SPECHUB_HUB_TOKEN:
     raise ImproperlyConfigured("SPECHUB_HUB_PUBLISH is on but SPECHUB_HUB_TOKEN is unset; give a Hub token with write access.")

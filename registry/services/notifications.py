@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import logging
 import secrets
+import smtplib
 import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from kernel import certificates
 from registry import outbound, webhooks
 from registry.dispatch import task_send_on_commit
-from registry.models import DeliveryState, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from registry.models import DeliveryState, EmailNotice, Outbound, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from registry.selectors import pair_owner, pair_public_url
 
 logger = logging.getLogger(__name__)
+Row = TypeVar("Row", bound=Outbound)
 # Events worth an email as well as a webhook: the ones an owner must act on.
 _EMAILED = {WebhookEvent.REGRESSED, WebhookEvent.EXPIRED}
 
@@ -51,42 +53,72 @@ def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: Ma
             created.append(delivery)
             task_send_on_commit("registry.deliver_webhook", delivery.pk)
     if created and event in _EMAILED and owner.email:
-        transaction.on_commit(partial(_email, owner.email, event, pair))
+        _email_queue(owner.email, event, pair)
     return created
 
 
-def _email(address: str, event: WebhookEvent, pair: Pair) -> None:
-    subject = f"[SpecHub] {event.label}: {pair}"
-    send_mail(
-        subject, f"{event.label} for {pair}.\n\nDetails: {pair_public_url(pair=pair)}\n", None, [address], fail_silently=True
+def _email_queue(address: str, event: WebhookEvent, pair: Pair) -> EmailNotice:
+    """Write the email in this transaction and try it once the transaction commits, here: a mail
+    relay answers at once. A failure leaves the row for the sweep, which retries with backoff."""
+    notice = EmailNotice.objects.create(
+        to=address,
+        subject=f"[SpecHub] {event.label}: {pair}"[:200],
+        body=f"{event.label} for {pair}.\n\nDetails: {pair_public_url(pair=pair)}\n",
+        next_attempt_at=timezone.now(),
     )
+
+    def send() -> None:
+        email_send(notice_id=notice.pk)
+
+    transaction.on_commit(send, robust=True)
+    return notice
+
+
+def email_send(*, notice_id: int, now: datetime | None = None) -> str:
+    """Attempt one due email; record the outcome and when to retry. Return its state."""
+    now = now or timezone.now()
+    notice = _claim(EmailNotice.objects.all(), notice_id, now)
+    if notice is None:
+        return "not-due"
+    try:
+        send_mail(notice.subject, notice.body, None, [notice.to])
+    except (OSError, smtplib.SMTPException) as exc:  # SMTP, DNS, a refused connection: retried with backoff
+        return _record(notice, f"{type(exc).__name__}: {exc}", now)
+    return _record(notice, "", now)
+
+
+def emails_send_due(*, now: datetime | None = None) -> list[int]:
+    """Attempt every pending email whose retry is due; return their ids."""
+    now = now or timezone.now()
+    due = _due(EmailNotice.objects.all(), now)
+    for notice_id in due:
+        email_send(notice_id=notice_id, now=now)
+    return due
 
 
 def webhook_deliver(*, delivery_id: int, now: datetime | None = None) -> str:
     """Attempt one due delivery; record the outcome and when to retry. Return its state."""
     now = now or timezone.now()
-    delivery = _claim(delivery_id, now)
+    delivery = _claim(WebhookDelivery.objects.select_related("endpoint"), delivery_id, now)
     if delivery is None:
         return "not-due"
     status, error = _post(delivery)
-    return _record(delivery, status, error, now)
+    delivery.last_status = status
+    return _record(delivery, error, now, also=["last_status"])
 
 
-def _claim(delivery_id: int, now: datetime) -> WebhookDelivery | None:
-    """Lease a due delivery so a concurrent sweep cannot send it twice at once."""
+def _claim(rows: QuerySet[Row], pk: int, now: datetime) -> Row | None:
+    """Lease a due row so a concurrent sweep cannot send it twice at once."""
     with transaction.atomic():
-        delivery = (
-            WebhookDelivery.objects.select_for_update(skip_locked=True)
-            .select_related("endpoint")
-            .filter(pk=delivery_id, state=DeliveryState.PENDING, next_attempt_at__lte=now)
-            .first()
+        row = (
+            rows.select_for_update(skip_locked=True).filter(pk=pk, state=DeliveryState.PENDING, next_attempt_at__lte=now).first()
         )
-        if delivery is None:
+        if row is None:
             return None
-        delivery.attempts += 1
-        delivery.next_attempt_at = now + timedelta(seconds=2 * settings.SPECHUB_WEBHOOK_TIMEOUT)
-        delivery.save(update_fields=["attempts", "next_attempt_at"])
-    return delivery
+        row.attempts += 1
+        row.next_attempt_at = now + timedelta(seconds=2 * settings.SPECHUB_WEBHOOK_TIMEOUT)
+        row.save(update_fields=["attempts", "next_attempt_at"])
+    return row
 
 
 def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
@@ -113,27 +145,30 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     return status, "" if 200 <= status < 300 else f"HTTP {status}"
 
 
-def _record(delivery: WebhookDelivery, status: int | None, error: str, now: datetime) -> str:
-    delivery.last_status, delivery.last_error = status, error
+def _record(row: Outbound, error: str, now: datetime, also: list[str] | None = None) -> str:
+    """Store an attempt's outcome: delivered, failed for good, or due again after a growing backoff."""
+    row.last_error = error
     if not error:
-        delivery.state, delivery.delivered_at, delivery.next_attempt_at = DeliveryState.DELIVERED, timezone.now(), None
-    elif delivery.attempts >= settings.SPECHUB_WEBHOOK_MAX_ATTEMPTS:
-        delivery.state, delivery.next_attempt_at = DeliveryState.FAILED, None
+        row.state, row.delivered_at, row.next_attempt_at = DeliveryState.DELIVERED, timezone.now(), None
+    elif row.attempts >= settings.SPECHUB_WEBHOOK_MAX_ATTEMPTS:
+        row.state, row.next_attempt_at = DeliveryState.FAILED, None
     else:
-        backoff = settings.SPECHUB_WEBHOOK_BACKOFF_SECONDS * 2 ** (delivery.attempts - 1)
-        delivery.next_attempt_at = now + timedelta(seconds=backoff)
+        backoff = settings.SPECHUB_WEBHOOK_BACKOFF_SECONDS * 2 ** (row.attempts - 1)
+        row.next_attempt_at = now + timedelta(seconds=backoff)
     if error:
-        logger.warning("webhook delivery %s attempt %s failed: %s", delivery.pk, delivery.attempts, error)
-    delivery.save(update_fields=["last_status", "last_error", "state", "delivered_at", "next_attempt_at"])
-    return str(delivery.state)
+        logger.warning("%s attempt %s failed: %s", row, row.attempts, error)
+    row.save(update_fields=["last_error", "state", "delivered_at", "next_attempt_at", *(also or [])])
+    return str(row.state)
+
+
+def _due(rows: QuerySet[Row], now: datetime) -> list[int]:
+    return list(rows.filter(state=DeliveryState.PENDING, next_attempt_at__lte=now).values_list("pk", flat=True)[:100])
 
 
 def webhooks_deliver_due(*, now: datetime | None = None) -> list[int]:
     """Attempt every pending delivery whose retry is due; return their ids."""
     now = now or timezone.now()
-    due = list(
-        WebhookDelivery.objects.filter(state=DeliveryState.PENDING, next_attempt_at__lte=now).values_list("pk", flat=True)[:100]
-    )
+    due = _due(WebhookDelivery.objects.all(), now)
     for delivery_id in due:
         webhook_deliver(delivery_id=delivery_id, now=now)
     return due

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from django.conf import settings
+from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from kernel.errors import RunError
 from registry.dispatch import task_send_on_commit
 from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
 from registry.selectors import pair_public_url, run_headline, run_summary
@@ -27,8 +33,35 @@ def run_publish(*, run: CertificationRun) -> Certificate | None:
         data = {"run": run.pk, "certificate_digest": certificate.digest, **run_headline(run=run)}
         pair_event_notify(pair=run.pair, event=WebhookEvent.CERTIFIED, subject=subject, data=data)
     if certificate is not None and settings.SPECHUB_HUB_PUBLISH and run.pair.draft is not None:
-        task_send_on_commit("registry.publish_certificate_to_hub", certificate.pk)
+        _hub_pr_dispatch(certificate)
     return certificate
+
+
+def _hub_pr_dispatch(certificate: Certificate) -> None:
+    """Lease the certificate's PR to one task, sent after commit; the sweep sends it again if it is lost."""
+    Certificate.objects.filter(pk=certificate.pk).update(hub_pr_dispatched_at=timezone.now())
+    task_send_on_commit("registry.publish_certificate_to_hub", certificate.pk)
+
+
+def certificates_publish_pending(*, now: datetime | None = None) -> list[int]:
+    """Dispatch the PR of every certificate that should have one and has none, once its lease lapsed."""
+    if not settings.SPECHUB_HUB_PUBLISH:
+        return []
+    lapsed = (now or timezone.now()) - timedelta(seconds=settings.SPECHUB_HUB_PR_LEASE_SECONDS)
+    pending = Certificate.objects.filter(pair__draft__isnull=False, hub_pr_url="", hub_pr_error="").filter(
+        Q(hub_pr_dispatched_at__isnull=True) | Q(hub_pr_dispatched_at__lt=lapsed)
+    )
+    dispatched = []
+    for certificate in pending[:100]:
+        with transaction.atomic():
+            _hub_pr_dispatch(certificate)
+        dispatched.append(certificate.pk)
+    return dispatched
+
+
+def certificate_hub_pr_refused(*, certificate_id: int, error: RunError) -> None:
+    """Record why the Hub refused the PR, so the sweep does not ask again."""
+    Certificate.objects.filter(pk=certificate_id).update(hub_pr_error=f"{error.code}: {error.message}"[:2000])
 
 
 def pair_listing_update(*, run: CertificationRun) -> None:

@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
+from registry.celery import NOTIFICATION_TASKS
 from registry.models import Certificate, CertificationRun, EngineBuild, Pair, Priority, RunTrigger, Verdict, WebhookEvent
 from registry.services.certificates import certificates_expire
 from registry.services.notifications import pair_event_notify
@@ -31,6 +32,8 @@ def schedules_install() -> list[str]:
         "spechub: re-queue stale runs": ("registry.sweep_stale_runs", {"interval": every}),
         "spechub: recover lost dispatches": ("registry.dispatch_lost_runs", {"interval": every}),
         "spechub: retry due webhooks": ("registry.deliver_due_webhooks", {"interval": every}),
+        "spechub: retry due emails": ("registry.send_due_emails", {"interval": every}),
+        "spechub: open missing Hub PRs": ("registry.publish_pending_certificates", {"interval": every}),
         "spechub: re-certify on engine change": (
             "registry.recertify_engine_changes",
             {"interval": _interval(settings.SPECHUB_ENGINE_CHECK_SECONDS)},
@@ -38,7 +41,8 @@ def schedules_install() -> list[str]:
         "spechub: certificate expiry sweep": ("registry.sweep_expiring_certificates", {"crontab": nightly}),
     }
     for name, (task, schedule) in tasks.items():
-        defaults = {"task": task, "interval": None, "crontab": None, "enabled": True, "queue": "default", **schedule}
+        queue = settings.SPECHUB_NOTIFICATIONS_QUEUE if task in NOTIFICATION_TASKS else "default"
+        defaults = {"task": task, "interval": None, "crontab": None, "enabled": True, "queue": queue, **schedule}
         PeriodicTask.objects.update_or_create(name=name, defaults={**defaults, "kwargs": json.dumps({})})
     return list(tasks)
 

@@ -42,6 +42,18 @@ def deliver_webhook(delivery_id: int) -> str:
     return notifications.webhook_deliver(delivery_id=delivery_id)
 
 
+@app.task(name="registry.send_due_emails")
+def send_due_emails() -> list[int]:
+    """Retry emails whose backoff has passed."""
+    return notifications.emails_send_due()
+
+
+@app.task(name="registry.publish_pending_certificates")
+def publish_pending_certificates() -> list[int]:
+    """Dispatch Hub PRs for certificates whose PR was never opened (a lost dispatch, a long outage)."""
+    return publishing.certificates_publish_pending()
+
+
 @app.task(name="registry.recertify_engine_changes")
 def recertify_engine_changes() -> list[int]:
     """Queue low-priority re-certifications of pairs measured on an older engine build."""
@@ -63,6 +75,7 @@ def publish_certificate_to_hub(self: Any, certificate_id: int) -> str:
     except RunError as error:
         if not error.retryable:
             logger.warning("certificate %s not published: %s", certificate_id, error.message)
+            publishing.certificate_hub_pr_refused(certificate_id=certificate_id, error=error)
             return error.code
         raise self.retry(countdown=settings.SPECHUB_RETRY_BACKOFF_SECONDS * 2**self.request.retries) from error
 
