@@ -26,7 +26,7 @@ from registry.selectors import (
     runs_queue,
     submission_quota,
 )
-from registry.services.submissions import submission_create
+from registry.services.submissions import SubmissionQuotaExceeded, submission_create
 
 PAGE_SIZE = 25
 
@@ -110,16 +110,15 @@ def submit(request: HttpRequest) -> HttpResponse:
     quota = submission_quota(user=request.user)
     context: dict[str, object] = {"form": form, "quota": quota}
     if request.method == "POST" and form.is_valid():
-        if int(quota["used"]) >= int(quota["limit"]):
-            context["error"] = f"You have used your {quota['limit']} submissions per {quota['period']}; try again later."
-        else:
-            try:
-                context["submission"] = submission_create(user=request.user, **form.cleaned_data)
-            except RunError as exc:
-                context["error"] = exc.message
-            except ValidationError as exc:  # a rule of the catalog's (method, draft, hardware): the user's to fix
-                context["error"] = " ".join(exc.messages)
-            context["quota"] = submission_quota(user=request.user)
+        try:
+            if int(quota["used"]) >= int(quota["limit"]):  # the fast path; the service checks again as it stores
+                raise SubmissionQuotaExceeded(int(quota["used"]), int(quota["limit"]), str(quota["period"]))
+            context["submission"] = submission_create(user=request.user, **form.cleaned_data)
+        except (RunError, SubmissionQuotaExceeded) as exc:
+            context["error"] = exc.message
+        except ValidationError as exc:  # a rule of the catalog's (method, draft, hardware): the user's to fix
+            context["error"] = " ".join(exc.messages)
+        context["quota"] = submission_quota(user=request.user)
     return render(request, "registry/submit.html", context)
 
 

@@ -30,13 +30,14 @@ class SubmissionQuota(BaseThrottle):
         quota = submission_quota(user=request.user)
         if int(quota["used"]) < int(quota["limit"]):
             return True
-        self.retry_after = self._seconds_until_a_slot_frees(request.user)
+        self.retry_after = self.seconds_until_a_slot_frees(request.user)
         return False
 
     def wait(self) -> float | None:
         return self.retry_after
 
-    def _seconds_until_a_slot_frees(self, user: Any) -> float:
+    @staticmethod
+    def seconds_until_a_slot_frees(user: Any) -> float:
         window = submission_window()
         oldest = Submission.objects.filter(submitted_by=user, created_at__gte=timezone.now() - window).order_by("created_at")
         first = oldest.values_list("created_at", flat=True).first()

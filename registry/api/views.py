@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, Throttled
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,7 +28,7 @@ from registry.services.certificates import verifying_key
 from registry.services.gate import gate_report_cached
 from registry.services.notifications import webhook_endpoint_create, webhook_endpoint_delete
 from registry.services.runs import run_cancel, run_create
-from registry.services.submissions import submission_create
+from registry.services.submissions import SubmissionQuotaExceeded, submission_create
 
 
 class ModelList(generics.ListAPIView[HubModel]):
@@ -153,15 +153,18 @@ class SubmissionCreate(APIView):
         given = s.SubmissionIn(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        submission = submission_create(
-            user=request.user,
-            repo_id=data["repo_id"],
-            revision=data["revision"],
-            verifier_repo_id=data["verifier_repo_id"],
-            verifier_revision=data["verifier_revision"],
-            method=data.get("method"),
-            num_speculative_tokens=data.get("num_speculative_tokens"),
-        )
+        try:
+            submission = submission_create(
+                user=request.user,
+                repo_id=data["repo_id"],
+                revision=data["revision"],
+                verifier_repo_id=data["verifier_repo_id"],
+                verifier_revision=data["verifier_revision"],
+                method=data.get("method"),
+                num_speculative_tokens=data.get("num_speculative_tokens"),
+            )
+        except SubmissionQuotaExceeded as spent:
+            raise Throttled(wait=SubmissionQuota.seconds_until_a_slot_frees(request.user), detail=str(spent)) from None
         created = submission.status == "accepted"
         return Response(s.SubmissionOut(submission).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from kernel.errors import UserError
@@ -12,6 +13,7 @@ from kernel.formats.inputs import is_repo_id
 from kernel.hub import HubClient
 from kernel.repos import HubRepo, gate_check
 from registry.models import HubModel, Role, RunTrigger, Submission, SubmissionStatus
+from registry.selectors import submission_quota
 from registry.services.gate import hub_client, pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from registry.services.runs import run_create
@@ -54,13 +56,39 @@ def submission_create(
     if not report.compatible:
         return _refuse(submission, report.errors[0].code, report.errors[0].message)
     with transaction.atomic():
+        _within_quota(user)
         return _register(submission, report, draft.revision, verifier.revision, hardware)
+
+
+class SubmissionQuotaExceeded(Exception):
+    """The user has used every submission of the window (SPECHUB_SUBMISSION_RATE)."""
+
+    def __init__(self, used: int, limit: int, period: str) -> None:
+        self.message = f"You have used your {limit} submissions per {period}; try again later."
+        super().__init__(self.message)
+        self.used, self.limit, self.period = used, limit, period
+
+
+def _within_quota(user: Any) -> None:
+    """Check the quota inside the transaction that stores the submission, one at a time per user.
+
+    Locking the user's row makes two requests of one user (in two web processes) count each
+    other; the throttle's earlier check is only a fast path.
+    """
+    if user is None or not getattr(user, "pk", None):
+        return
+    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    quota = submission_quota(user=user)
+    if int(quota["used"]) >= int(quota["limit"]):
+        raise SubmissionQuotaExceeded(int(quota["used"]), int(quota["limit"]), str(quota["period"]))
 
 
 def _refuse(submission: Submission, code: str, message: str) -> Submission:
     submission.status = SubmissionStatus.REFUSED
     submission.refusal_code, submission.refusal_message = code, message
-    submission.save()
+    with transaction.atomic():
+        _within_quota(submission.submitted_by)
+        submission.save()
     return submission
 
 

@@ -31,3 +31,12 @@ def token(db, hub_settings):  # generated repo ids are then simply not found on 
 def test_no_generated_request_gets_a_server_error(case, token):
     response = case.call(headers={"Authorization": f"Token {token}"})
     assert response.status_code < 500, (case.method, case.formatted_path, case.body, response.text[:800])
+
+
+@schema.include(path_regex="webhooks|compatibility").parametrize()
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.django_db
+def test_the_webhook_and_gate_endpoints_take_many_hostile_requests_without_a_server_error(case, token):
+    """The endpoints that take URLs and repo ids from anyone, fuzzed harder than the rest."""
+    response = case.call(headers={"Authorization": f"Token {token}"})
+    assert response.status_code < 500, (case.method, case.formatted_path, case.body, response.text[:800])
