@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, so it sees a view's database errors first (and DRF views', which re-raise them).
+    "registry.middleware.DatabaseOutage",
 ]
 
 ROOT_URLCONF = "registry.urls"

@@ -37,7 +37,11 @@ def test_without_the_database_the_web_tier_is_live_but_not_ready(tmp_path):
     with serving(compose_command("web"), tmp_path, env) as base:
         live = httpx.get(f"{base}/healthz", timeout=30)
         response = httpx.get(f"{base}/readyz", timeout=30)
+        pages = [httpx.get(f"{base}{path}", timeout=30) for path in ("/api/v1/pairs/", "/", "/runs/")]
     assert live.status_code == 200
+    for page in pages:  # an outage is "try again shortly", never a 500 page
+        assert page.status_code == 503 and int(page.headers["Retry-After"]) > 0, (page.url, page.text[:300])
+        assert page.json()["error"]["code"] == "database-unavailable"
     assert response.status_code == 503 and response.headers["Retry-After"] == "30"
     assert response.json()["down"] == ["database"] and "Error" not in response.text  # no exception text
 
