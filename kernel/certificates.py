@@ -128,15 +128,20 @@ def _parse(data: bytes) -> dict[str, Any]:
     return envelope
 
 
-def private_key_from_seed(text: str) -> Ed25519PrivateKey:
-    """Return the key whose 32-byte seed `text` holds in base64; ValueError says what is wrong."""
+def _32_bytes(text: str, what: str) -> bytes:
+    """Return the 32 bytes `text` holds in base64; ValueError says what is wrong."""
     try:
-        seed = base64.b64decode(text.strip(), validate=True)
+        raw = base64.b64decode(text.strip(), validate=True)
     except ValueError:
         raise ValueError("is not base64") from None
-    if len(seed) != 32:
-        raise ValueError(f"decodes to {len(seed)} bytes; an Ed25519 seed is 32")
-    return Ed25519PrivateKey.from_private_bytes(seed)
+    if len(raw) != 32:
+        raise ValueError(f"decodes to {len(raw)} bytes; an Ed25519 {what} is 32")
+    return raw
+
+
+def private_key_from_seed(text: str) -> Ed25519PrivateKey:
+    """Return the key whose 32-byte seed `text` holds in base64; ValueError says what is wrong."""
+    return Ed25519PrivateKey.from_private_bytes(_32_bytes(text, "seed"))
 
 
 def new_seed() -> str:
@@ -149,13 +154,7 @@ def new_seed() -> str:
 
 def public_key_from_text(text: str) -> Ed25519PublicKey:
     """Return the public key whose 32 raw bytes `text` holds in base64; ValueError says what is wrong."""
-    try:
-        raw = base64.b64decode(text.strip(), validate=True)
-    except ValueError:
-        raise ValueError("is not base64") from None
-    if len(raw) != 32:
-        raise ValueError(f"decodes to {len(raw)} bytes; an Ed25519 public key is 32")
-    return Ed25519PublicKey.from_public_bytes(raw)
+    return Ed25519PublicKey.from_public_bytes(_32_bytes(text, "public key"))
 
 
 def public_key_text(public_key: Ed25519PublicKey) -> str:
