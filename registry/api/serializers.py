@@ -9,6 +9,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from kernel import result
 from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
 from registry.models import (
     Certificate,
@@ -22,6 +23,7 @@ from registry.models import (
     WorkloadCategory,
     WorkloadResult,
 )
+from registry.selectors import run_document
 from registry.validation import validate_repo_id, validate_revision
 
 
@@ -70,7 +72,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
         ]  # fmt: skip
 
     def get_verdict(self, run: CertificationRun) -> dict[str, Any] | None:
-        verdict = ((run.result or {}).get("stages") or {}).get("verdict")
+        verdict = result.verdict(run_document(run))
         return {"verdict": verdict["verdict"], "reasons": verdict["reasons"]} if verdict else None
 
 
