@@ -74,7 +74,9 @@ def test_a_public_key_that_is_not_the_signing_keys_half_is_refused(tmp_path):
 def test_production_mode_passes_djangos_deployment_checks(tmp_path):
     import os
 
-    env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARS}
+    # The browser tests' conftest allows async-unsafe ORM calls in this session; no deployment does.
+    harness = (*SERVICE_VARS, "DJANGO_ALLOW_ASYNC_UNSAFE")
+    env = {k: v for k, v in os.environ.items() if k not in harness}
     env.update(
         DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="spechub.example.org", SPECHUB_VAR_DIR=str(tmp_path)
     )
