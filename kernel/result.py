@@ -12,7 +12,7 @@ Version history:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 from kernel.builds import engine_build as build_among
@@ -200,6 +200,62 @@ class CertifiedResults(TypedDict):
     speculative: CertifiedAcceptance
     equivalence: CertifiedEquivalence
     throughput: Throughput | None
+
+
+FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+
+
+class SpeedAtLevel(TypedDict):
+    concurrency: int
+    speedup: float
+    interval: list[float]
+    supports: str  # what the interval supports: faster, slower, or no measurable difference
+    baseline_tokens_per_second: float | None
+    speculative_tokens_per_second: float | None
+
+
+def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> str:
+    """Return what a speedup's interval supports: faster only when all of it lies above `threshold`."""
+    if not interval or len(interval) != 2:
+        return "not measured"
+    low, high = interval
+    if low > threshold:
+        return FASTER
+    return SLOWER if high < threshold else NO_DIFFERENCE
+
+
+def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
+    """Return each concurrency level's speedup, interval and what the interval supports, lowest level first."""
+    measured = throughput(document)
+    if measured is None:
+        return []
+    rows: list[SpeedAtLevel] = []
+    for level in sorted(measured["levels"], key=int):
+        figures = measured["levels"][level]
+        interval = list(figures.get("speedup_interval") or [])
+        baseline, speculative = figures.get("baseline") or {}, figures.get("speculative") or {}
+        rows.append(
+            {
+                "concurrency": int(level),
+                "speedup": figures["speedup"],
+                "interval": interval,
+                "supports": speed_label(interval),
+                "baseline_tokens_per_second": baseline.get("tokens_per_second"),
+                "speculative_tokens_per_second": speculative.get("tokens_per_second"),
+            }
+        )
+    return rows
+
+
+def break_even_bounds(document: ResultDocument | None) -> tuple[int | None, int | None]:
+    """Return (the highest level measurably faster, the lowest level measurably slower).
+
+    Break-even lies between them; levels whose interval straddles 1 are neither.
+    """
+    rows = speed_by_level(document)
+    faster = [row["concurrency"] for row in rows if row["supports"] == FASTER]
+    slower = [row["concurrency"] for row in rows if row["supports"] == SLOWER]
+    return (max(faster) if faster else None, min(slower) if slower else None)
 
 
 class UnreadableResult(ValueError):

@@ -190,6 +190,8 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "levels": levels,
         "speedups": [speedups[str(level)] for level in levels],
         "throughput": result.throughput(document) or {},
+        "speed": result.speed_by_level(document),
+        "break_even_bounds": result.break_even_bounds(document),
         "results": list(run.results.all()) if run else [],
         "equivalence": result.equivalence(document) or {},
         "environment": result.environment(document),

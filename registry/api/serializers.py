@@ -58,9 +58,19 @@ class WorkloadResultOut(serializers.ModelSerializer[WorkloadResult]):
         ]
 
 
+class SpeedOut(serializers.Serializer[dict[str, Any]]):
+    concurrency = serializers.IntegerField()
+    speedup = serializers.FloatField()
+    interval = serializers.ListField(child=serializers.FloatField(), help_text="95 % bootstrap interval of the speedup.")
+    supports = serializers.CharField(help_text="What the interval supports: faster, slower or no measurable difference.")
+    baseline_tokens_per_second = serializers.FloatField(allow_null=True)
+    speculative_tokens_per_second = serializers.FloatField(allow_null=True)
+
+
 class RunOut(serializers.ModelSerializer[CertificationRun]):
     results = WorkloadResultOut(many=True, read_only=True)
     verdict = serializers.SerializerMethodField()
+    speed = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
@@ -68,8 +78,13 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "id", "pair", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state", "stage",
             "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
-            "verdict", "results",
+            "verdict", "speed", "results",
         ]  # fmt: skip
+
+    @extend_schema_field(SpeedOut(many=True))
+    def get_speed(self, run: CertificationRun) -> list[result.SpeedAtLevel]:
+        """Each concurrency level's speedup with its interval, and what the interval supports."""
+        return result.speed_by_level(run_document(run))
 
     def get_verdict(self, run: CertificationRun) -> dict[str, Any] | None:
         verdict = result.verdict(run_document(run))

@@ -85,6 +85,18 @@ def test_the_pair_page_shows_verdict_recipe_charts_and_their_numbers(certified_p
     assert "0.350" in page and "6.3" in page  # the text equivalents carry the same numbers
     assert "2: 7" in page  # the divergence position
     assert f'href="/runs/{run.pk}/"' in page
+    # c=1 and 2 clear 1, c=4 and 8 reach it, c=16 stays below: the table says what each interval supports.
+    supported = re.findall(r'<span class="speed speed-[a-z-]+">([a-z ]+)</span>', page)
+    assert supported == ["faster", "faster", "no measurable difference", "no measurable difference", "slower"]
+    assert "measurably faster up to c=2, measurably slower from c=16" in page
+
+
+def test_the_run_api_gives_each_levels_speedup_interval_and_what_it_supports(certified_pair):
+    _, run = certified_pair
+    speed = Client().get(f"/api/v1/runs/{run.pk}/").json()["speed"]
+    supported = [(row["concurrency"], row["supports"]) for row in speed]
+    assert supported[:3] == [(1, "faster"), (2, "faster"), (4, "no measurable difference")]
+    assert speed[0]["interval"] == pytest.approx([1.3, 1.5]) and speed[0]["speedup"] == 1.4
 
 
 def test_a_pair_without_runs_says_so(certified_pair):
