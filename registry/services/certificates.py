@@ -47,10 +47,10 @@ def signing_key() -> Ed25519PrivateKey:
     return certificates.private_key_from_seed(path.read_text())
 
 
-def certificate_payload(*, run: CertificationRun, verdict: result.Verdict, issued_at: datetime) -> certificates.Payload:
+def certificate_payload(
+    *, run: CertificationRun, document: result.ResultDocument, verdict: result.Verdict, issued_at: datetime
+) -> certificates.Payload:
     """Return what a certificate states about a finished run, pinned by sha."""
-    document = run_document(run)
-    assert document is not None, "a run with a verdict has a document"
     inputs = inputs_of(document["spec"])
     return {
         "format": certificates.FORMAT,
@@ -70,11 +70,12 @@ def certificate_payload(*, run: CertificationRun, verdict: result.Verdict, issue
 
 def certificate_issue(*, run: CertificationRun) -> Certificate | None:
     """Sign and store the certificate of a finished run; None when its document has no verdict."""
-    verdict = result.verdict(run_document(run))
-    if verdict is None:
+    document = run_document(run)
+    verdict = result.verdict(document)
+    if document is None or verdict is None:
         return None
     issued_at = timezone.now().replace(microsecond=0)
-    payload = certificate_payload(run=run, verdict=verdict, issued_at=issued_at)
+    payload = certificate_payload(run=run, document=document, verdict=verdict, issued_at=issued_at)
     key = signing_key()
     data = certificates.sign(payload, key)
     signed = certificates.verify(data, key.public_key())  # never store a certificate that would not verify

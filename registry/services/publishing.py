@@ -68,9 +68,10 @@ def pair_listing_update(*, run: CertificationRun) -> None:
     """Copy a finished run's headline figures onto its pair, which the catalog lists and filters."""
     pair = run.pair
     pair.latest_run = run
-    summary, headline = run_summary(run), run_headline(run=run)
+    summary = run_summary(run)
     pair.verdict = (summary["verdict"] if summary else None) or ""
-    pair.mean_acceptance_length, pair.speedup = headline["mean_acceptance_length"], headline["speedup"]
+    pair.mean_acceptance_length = summary["mean_acceptance_length"] if summary else None
+    pair.speedup = summary["speedup"].get("1") if summary else None
     pair.hardware, pair.engine_version = run.hardware, run.engine_version
     pair.save(update_fields=["latest_run", "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version"])
 
