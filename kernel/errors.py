@@ -120,6 +120,12 @@ ERRORS: dict[str, ErrorText] = {
         "Use one of the engines in workers.engines.ENGINES, or set SPECHUB_DEFAULT_ENGINE.",
         retryable=False,
     ),
+    "engine:no-server": ErrorText(
+        Fault.INFRA,
+        "The run's engine cannot serve requests, and speed is measured against servers.",
+        "Certify with an engine that has a server (vllm); the reference engine only checks outputs.",
+        retryable=False,
+    ),
     "engine:start-failed": ErrorText(
         Fault.INFRA,
         "The engine could not start on this worker.",
@@ -129,6 +135,17 @@ ERRORS: dict[str, ErrorText] = {
         Fault.USER,
         "The engine refused to load this pair.",
         "Read the engine's message; fix the draft's config or pick a method the engine serves.",
+    ),
+    "serve:start-failed": ErrorText(
+        Fault.INFRA,
+        "A measuring server (`vllm serve` with the published arguments) did not come up.",
+        "The offline engine had loaded the same pair, so this is the engine's server or the machine: "
+        "read the server log tail in the message; the run retries on another attempt.",
+    ),
+    "serve:request-failed": ErrorText(
+        Fault.INFRA,
+        "A measuring server failed requests during the timed blocks.",
+        "Read the server's error in the message; the run retries on another attempt.",
     ),
     "run:invalid-spec": ErrorText(
         Fault.USER,

@@ -8,6 +8,11 @@ schema version changes one module. `load` upgrades older documents as it reads t
 Version history:
 - 1: the first document.
 - 2: `environment.engine_build` names the engine build the figures were measured on.
+- 3: speed is measured against two servers in paired blocks (`throughput.mode` "serving"):
+  each level carries its block ratios, requests/s and TTFT/TPOT/ITL/E2E percentiles in ms;
+  the throughput stage adds the servers' commands, a Poisson rate point, the machine's load
+  and the served counters checked against the offline ones. Version 2's offline figures
+  are read as mode "offline", with the percentiles it had.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from typing import Any, TypedDict, cast
 from kernel.builds import engine_build as build_among
 from kernel.spec import SpecFields
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = frozenset({1, 2})
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = frozenset({1, 2, 3})
+LATENCIES = ("ttft", "tpot", "itl", "e2e")  # time to first token, per output token, between tokens, end to end
+PERCENTILES = (50, 90, 95, 99)
 STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict")
 
 
@@ -62,19 +69,58 @@ class SamplingTest(ChiSquare):
 
 
 class Rates(TypedDict):
-    tokens_per_second: float
-    tokens_per_second_runs: list[float]
-    ttft_p50: float | None
-    itl_p50: float | None
-    itl_p95: float | None
+    """One server at one level, over all its blocks."""
+
+    tokens_per_second: float  # output tokens/s, the mean over blocks
+    tokens_per_second_runs: list[float]  # each block's
+    requests_per_second: float | None
+    latency_ms: dict[str, dict[str, float | None]]  # LATENCIES -> {"p50", "p90", "p95", "p99"}, over all requests
 
 
 class Level(TypedDict):
     baseline: Rates
     speculative: Rates
-    speedup: float
-    speedup_interval: list[float]
+    speedup: float  # the geometric mean of the paired block ratios
+    speedup_interval: list[float]  # its 95 % interval (Student t on the log ratios)
     speedup_cv: float | None
+    block_ratios: list[float]  # speculative over baseline tok/s, one per A B (or B A) pair
+    requests_per_block: int
+
+
+class RatePoint(Level):
+    """Requests arriving as a Poisson process: `speedup` is baseline over speculative mean E2E latency."""
+
+    request_rate: float
+
+
+class MachineLoad(TypedDict):
+    """The machine around the timed blocks, so a reader can judge a noisy run."""
+
+    load_average_before: list[float]
+    load_average_after: list[float]
+    wall_seconds: float
+    other_cpu_seconds: float  # CPU time used by processes outside the measurement
+    other_cpu_share: float  # of all cores over the wall time
+    cpu_count: int
+
+
+class Servers(TypedDict):
+    """The two servers: the commands that ran, and the `vllm serve` lines the pair page publishes."""
+
+    baseline_command: list[str]
+    speculative_command: list[str]
+    baseline_recipe: str
+    speculative_recipe: str
+    start_seconds: float
+    output_tokens: int
+
+
+class ServedCounters(TypedDict):
+    """The speculative server's /metrics counters on the greedy prompts, against the offline engine's."""
+
+    served: Counts
+    offline: Counts
+    agree: bool
 
 
 class Throughput(TypedDict):
@@ -82,6 +128,11 @@ class Throughput(TypedDict):
     break_even_concurrency: float | None
     theoretical_bound: float | None
     per_category_speedup: dict[str, float]
+    mode: str  # "serving"; "offline" for version-2 documents
+    servers: Servers | None
+    rate_point: RatePoint | None
+    load: MachineLoad | None
+    counters: ServedCounters | None
 
 
 class Equivalence(TypedDict):
@@ -212,6 +263,7 @@ class SpeedAtLevel(TypedDict):
     supports: str  # what the interval supports: faster, slower, or no measurable difference
     baseline_tokens_per_second: float | None
     speculative_tokens_per_second: float | None
+    pairs: int  # the paired blocks the interval rests on (0: measured offline, version 2)
 
 
 def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> str:
@@ -242,9 +294,79 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
                 "supports": speed_label(interval),
                 "baseline_tokens_per_second": baseline.get("tokens_per_second"),
                 "speculative_tokens_per_second": speculative.get("tokens_per_second"),
+                "pairs": len(figures.get("block_ratios") or []),
             }
         )
     return rows
+
+
+class LatencyRow(TypedDict):
+    where: str  # "c=4", or "Poisson 7.5 req/s"
+    metric: str  # one of LATENCIES
+    baseline: dict[str, float | None]  # "p50" ... "p99", in ms
+    speculative: dict[str, float | None]
+
+
+def latency_rows(document: ResultDocument | None) -> list[LatencyRow]:
+    """Return every level's (and the rate point's) latency percentiles, baseline beside speculative."""
+    measured = throughput(document)
+    if measured is None:
+        return []
+    places: list[tuple[str, Level]] = [(f"c={level}", measured["levels"][level]) for level in sorted(measured["levels"], key=int)]
+    if (point := measured.get("rate_point")) is not None:
+        places.append((f"Poisson {point['request_rate']:.2f} req/s", point))
+    rows: list[LatencyRow] = []
+    for where, figures in places:
+        for metric in LATENCIES:
+            baseline, speculative = (figures[side]["latency_ms"].get(metric, {}) for side in ("baseline", "speculative"))
+            if baseline.get("p50") is not None or speculative.get("p50") is not None:
+                rows.append({"where": where, "metric": metric, "baseline": baseline, "speculative": speculative})
+    return rows
+
+
+def servers(document: ResultDocument | None) -> Servers | None:
+    """Return the servers' commands and published recipes, for serving-mode documents."""
+    measured = throughput(document)
+    return measured.get("servers") if measured else None
+
+
+def machine_load(document: ResultDocument | None) -> MachineLoad | None:
+    """Return the machine's load around the timed blocks, for serving-mode documents."""
+    measured = throughput(document)
+    return measured.get("load") if measured else None
+
+
+class Measurement(TypedDict):
+    """How a document's speed was measured, in brief, as the API gives it."""
+
+    mode: str | None
+    recipe: str | None  # the `vllm serve` line that was measured
+    baseline_recipe: str | None
+    output_tokens: int | None
+    request_rate: float | None  # the Poisson point
+    latency_speedup: float | None  # baseline over speculative mean E2E latency at that rate
+    latency_speedup_interval: list[float]
+    counters_agree: bool | None
+    load: MachineLoad | None
+
+
+def measurement(document: ResultDocument | None) -> Measurement | None:
+    """Return how speed was measured: the served commands, the Poisson point, the counter check, the load."""
+    measured = throughput(document)
+    if measured is None:
+        return None
+    ran, point, counted = measured.get("servers"), measured.get("rate_point"), measured.get("counters")
+    return {
+        "mode": measured.get("mode"),
+        "recipe": ran["speculative_recipe"] if ran else None,
+        "baseline_recipe": ran["baseline_recipe"] if ran else None,
+        "output_tokens": ran["output_tokens"] if ran else None,
+        "request_rate": point["request_rate"] if point else None,
+        "latency_speedup": point["speedup"] if point else None,
+        "latency_speedup_interval": point["speedup_interval"] if point else [],
+        "counters_agree": counted["agree"] if counted else None,
+        "load": measured.get("load"),
+    }
 
 
 def break_even_bounds(document: ResultDocument | None) -> tuple[int | None, int | None]:
@@ -272,6 +394,8 @@ def load(raw: Mapping[str, Any] | None) -> ResultDocument | None:
     document = cast(ResultDocument, {"spec": {}, "stages": {}, "workloads": {}, "environment": {}, **raw})
     if version == 1:
         document = _from_v1(document)
+    if version in (1, 2):
+        document = _from_v2(document)
     return document
 
 
@@ -279,7 +403,34 @@ def _from_v1(document: ResultDocument) -> ResultDocument:
     """Version 1 named the engine build only through the package versions; name it as version 2 does."""
     environment: Environment = {**document["environment"]}
     environment.setdefault("engine_build", build_among(document["spec"].get("engine", ""), environment.get("versions", {})))
-    return {**document, "schema_version": SCHEMA_VERSION, "environment": environment}
+    return {**document, "schema_version": 2, "environment": environment}
+
+
+def _from_v2(document: ResultDocument) -> ResultDocument:
+    """Version 2 timed offline waves: keep its figures, say so, and move its percentiles (seconds) into ms."""
+    old: Mapping[str, Any] = document["stages"].get("throughput") or {}
+    if "levels" not in old:
+        return {**document, "schema_version": SCHEMA_VERSION}
+    levels = {name: _level_from_v2(level) for name, level in old["levels"].items()}
+    extra = {"mode": "offline", "servers": None, "rate_point": None, "load": None, "counters": None}
+    stages: Stages = {**document["stages"], "throughput": cast(Throughput, {**old, "levels": levels, **extra})}
+    return {**document, "schema_version": SCHEMA_VERSION, "stages": stages}
+
+
+def _level_from_v2(level: Mapping[str, Any]) -> Level:
+    """Move a version-2 level's percentiles (seconds, under flat keys) into version 3's `latency_ms`."""
+
+    def rates(old: Mapping[str, Any]) -> Rates:
+        def ms(key: str) -> float | None:
+            return old[key] * 1000 if old.get(key) is not None else None
+
+        latency = {name: dict.fromkeys(("p50", "p90", "p95", "p99")) for name in LATENCIES}
+        latency["ttft"]["p50"], latency["itl"]["p50"], latency["itl"]["p95"] = ms("ttft_p50"), ms("itl_p50"), ms("itl_p95")
+        kept = {key: value for key, value in old.items() if key not in ("ttft_p50", "itl_p50", "itl_p95")}
+        return cast(Rates, {"tokens_per_second_runs": [], **kept, "requests_per_second": None, "latency_ms": latency})
+
+    sides = {side: rates(level[side]) for side in ("baseline", "speculative") if side in level}
+    return cast(Level, {"block_ratios": [], "requests_per_block": 0, **level, **sides})
 
 
 def stage(document: ResultDocument | None, name: str) -> Mapping[str, Any]:

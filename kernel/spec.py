@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict, cast
 
+from kernel.formats.recipe import Conditions
+
 
 class Pinned(TypedDict):
     repo_id: str
@@ -16,6 +18,8 @@ class PlanFields(TypedDict):
     concurrency: list[int] | tuple[int, ...]  # a tuple in memory, a list once stored as JSON
     repeats: int
     throughput_prompts: int
+    output_tokens: int
+    request_rate: float | None
     dtype: str
     seed: int
     enforce_eager: bool
@@ -74,12 +78,20 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class Plan:
-    """How a run measures: which prompts, at which concurrency, how often, with which engine settings."""
+    """How a run measures: which prompts, at which concurrency, how often, with which engine settings.
+
+    Speed is measured against two servers in paired blocks: `repeats` baseline/speculative
+    pairs per concurrency level, in A B B A order, each request asking for `output_tokens`
+    tokens. `request_rate` is the Poisson point's arrival rate (requests/s); None takes
+    twice the rate the verifier alone served one request at a time, a loaded server.
+    """
 
     workloads: str = "toy-v1"
     concurrency: tuple[int, ...] = (1, 2, 4, 8, 16)
-    repeats: int = 3
-    throughput_prompts: int = 16
+    repeats: int = 5
+    throughput_prompts: int = 32
+    output_tokens: int = 128
+    request_rate: float | None = None
     dtype: str = "float32"
     seed: int = 0
     enforce_eager: bool = True
@@ -89,6 +101,11 @@ class Plan:
     sampling_prefixes: int = 2
     reference_check: bool = True
     thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def conditions(self) -> Conditions:
+        """The engine settings both servers and the published command carry."""
+        return Conditions(dtype=self.dtype, max_model_len=self.max_model_len, enforce_eager=self.enforce_eager, seed=self.seed)
 
 
 @dataclass(frozen=True)

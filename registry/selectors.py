@@ -65,6 +65,7 @@ def measuring_plan() -> Plan:
         workloads=settings.SPECHUB_WORKLOADS,
         concurrency=tuple(settings.SPECHUB_CONCURRENCY_LEVELS),
         repeats=settings.SPECHUB_REPEATS,
+        output_tokens=settings.SPECHUB_OUTPUT_TOKENS,
         dtype=settings.SPECHUB_ENGINE_DTYPE,
         thresholds=Thresholds(
             greedy_exact_match=settings.SPECHUB_THRESHOLD_EXACT_MATCH,
@@ -85,6 +86,17 @@ def latest_finished_run(*, pair: Pair, hardware: str | None = None) -> Certifica
 def run_document(run: CertificationRun | None) -> result.ResultDocument | None:
     """Return a run's result document, read (and upgraded) through kernel.result; None before it finishes."""
     return result.load(run.result) if run else None
+
+
+def run_figures(run: CertificationRun) -> dict[str, Any]:
+    """Return what the run page shows of a finished run: speed per level, how it was measured, its latencies."""
+    document = run_document(run)
+    return {
+        "speed": result.speed_by_level(document),
+        "measurement": result.measurement(document),
+        "latency": result.latency_rows(document),
+        "verdict": result.verdict(document),
+    }
 
 
 class RunSummary(result.Summary):
@@ -192,6 +204,9 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "throughput": result.throughput(document) or {},
         "speed": result.speed_by_level(document),
         "break_even_bounds": result.break_even_bounds(document),
+        "latency": result.latency_rows(document),
+        "servers": result.servers(document),
+        "load": result.machine_load(document),
         "results": list(run.results.all()) if run else [],
         "equivalence": result.equivalence(document) or {},
         "environment": result.environment(document),

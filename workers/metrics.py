@@ -121,6 +121,27 @@ def bootstrap_ratio(
     return percentile(ratios, 2.5) or 0.0, percentile(ratios, 97.5) or 0.0
 
 
+# Student t's 97.5th percentile by degrees of freedom: the engines' environment has no scipy,
+# and a fixed table of 30 values is all a paired-blocks interval needs (1.96 beyond).
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def paired_ratio(ratios: Sequence[float]) -> tuple[float, float, float]:
+    """Return the geometric mean of paired ratios and its 95 % interval (Student t on the logs).
+
+    Each ratio compares two blocks run next to each other, so load that drifts over the
+    run cancels within a pair; what is left varies from pair to pair, and the interval
+    is that variation's; it needs two ratios at least.
+    """
+    if len(ratios) < 2:
+        raise ValueError(f"an interval needs two paired ratios at least, not {len(ratios)}")
+    logs = [math.log(r) for r in ratios]
+    centre = statistics.fmean(logs)
+    half = (T_975[len(logs) - 2] if len(logs) - 1 <= len(T_975) else 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
 def break_even(speedups: dict[int, float]) -> float | None:
     """Return the concurrency where speedup crosses 1, interpolated on a log scale; None if it never does.
 

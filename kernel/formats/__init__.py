@@ -6,9 +6,10 @@ from kernel.formats.findings import Finding, Severity
 from kernel.formats.gate import Report, judge
 from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, tokenizer_hash
 from kernel.formats.parse import DraftFormat, describe_draft, describe_verifier
-from kernel.formats.recipe import Recipe, serving_recipe, speculative_config
+from kernel.formats.recipe import Conditions, Recipe, serve_arguments, serve_line, serving_recipe, speculative_config
 
 __all__ = [
+    "Conditions",
     "DraftFormat",
     "Finding",
     "GateInput",
@@ -20,6 +21,8 @@ __all__ = [
     "describe_draft",
     "describe_verifier",
     "judge",
+    "serve_arguments",
+    "serve_line",
     "serving_recipe",
     "speculative_config",
     "tokenizer_hash",

@@ -2,6 +2,10 @@
 
 The certification engine builds its config with the same function, pointing
 `model` at the downloaded snapshot, so the gate and the engine cannot disagree.
+The serving measurement starts its servers with `serve_arguments` too: the
+published command carries the conditions that were measured (dtype, maximum
+length, eager mode, seed), and differs from the measured one only in naming
+the Hub repos where the worker names their pinned snapshots.
 """
 
 from __future__ import annotations
@@ -13,6 +17,29 @@ from dataclasses import asdict, dataclass
 
 from kernel.formats.parse import DraftFormat
 from kernel.formats.vllm_support import DRAFTLESS_METHODS, SPECULATORS_METHOD
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """The engine settings a measurement ran under, which the published command must repeat."""
+
+    dtype: str = "float32"
+    max_model_len: int = 512
+    enforce_eager: bool = True
+    seed: int = 0
+
+
+def serve_arguments(model: str, revision: str | None, config: Mapping[str, object] | None, conditions: Conditions) -> list[str]:
+    """Return the arguments after `vllm serve`: the verifier, the speculative config, and the conditions."""
+    arguments = [model, *(["--revision", revision] if revision else [])]
+    if config is not None:
+        arguments += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+    arguments += ["--dtype", conditions.dtype, "--max-model-len", str(conditions.max_model_len), "--seed", str(conditions.seed)]
+    return arguments + (["--enforce-eager"] if conditions.enforce_eager else [])
+
+
+def serve_line(arguments: list[str]) -> str:
+    return "vllm serve " + shlex.join(arguments)
 
 
 @dataclass(frozen=True)
@@ -54,8 +81,12 @@ def serving_recipe(
     k: int,
     fmt: DraftFormat,
     options: Mapping[str, object] | None = None,
+    conditions: Conditions | None = None,
 ) -> Recipe:
-    """Return the config and command lines for verifier and draft given as (repo_id, sha)."""
+    """Return the config and command lines for verifier and draft given as (repo_id, sha).
+
+    The lines carry `conditions` (by default, those a default certification measures under).
+    """
     config = speculative_config(
         method=method,
         k=k,
@@ -64,14 +95,16 @@ def serving_recipe(
         draft_revision=draft[1] if draft else None,
         options=options,
     )
-    document = json.dumps(config, separators=(",", ":"))
-    serve = f"vllm serve {_pinned(*verifier)} --speculative-config {shlex.quote(document)}"
-    return Recipe(speculative_config=config, serve=serve, serve_short=_short_form(verifier, draft, k, fmt, options))
+    conditions = conditions or Conditions()
+    serve = serve_line(serve_arguments(verifier[0], verifier[1] or None, config, conditions))
+    short = _short_form(verifier, draft, k, fmt, options)
+    serve_short = serve_line([*short, *_flags(conditions)]) if short else None
+    return Recipe(speculative_config=config, serve=serve, serve_short=serve_short)
 
 
 def _short_form(
     verifier: tuple[str, str], draft: tuple[str, str] | None, k: int, fmt: DraftFormat, options: Mapping[str, object] | None
-) -> str | None:
+) -> list[str] | None:
     """`vllm serve <speculator>` when vLLM reads everything else from the speculators config.
 
     Only when the config names this verifier and its k is the pair's k; the
@@ -81,9 +114,9 @@ def _short_form(
         return None
     if fmt.speculative_tokens != k or (fmt.verifier_name or "").casefold() != verifier[0].casefold():
         return None
-    return f"vllm serve {_pinned(*draft)}"
+    return [draft[0], *(["--revision", draft[1]] if draft[1] else [])]
 
 
-def _pinned(repo_id: str, sha: str) -> str:
-    """Return the repo argument with --revision, which a local folder (no sha) goes without."""
-    return f"{shlex.quote(repo_id)} --revision {sha}" if sha else shlex.quote(repo_id)
+def _flags(conditions: Conditions) -> list[str]:
+    """The condition flags alone, as serve_arguments writes them after the model."""
+    return serve_arguments("", None, None, conditions)[1:]

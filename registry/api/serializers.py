@@ -61,16 +61,49 @@ class WorkloadResultOut(serializers.ModelSerializer[WorkloadResult]):
 class SpeedOut(serializers.Serializer[dict[str, Any]]):
     concurrency = serializers.IntegerField()
     speedup = serializers.FloatField()
-    interval = serializers.ListField(child=serializers.FloatField(), help_text="95 % bootstrap interval of the speedup.")
+    interval = serializers.ListField(
+        child=serializers.FloatField(), help_text="95 % interval of the speedup (Student t over the paired block ratios)."
+    )
     supports = serializers.CharField(help_text="What the interval supports: faster, slower or no measurable difference.")
     baseline_tokens_per_second = serializers.FloatField(allow_null=True)
     speculative_tokens_per_second = serializers.FloatField(allow_null=True)
+    pairs = serializers.IntegerField(help_text="Paired baseline/speculative blocks the interval rests on (0: measured offline).")
+
+
+class PercentilesOut(serializers.Serializer[dict[str, Any]]):
+    p50 = serializers.FloatField(allow_null=True)
+    p90 = serializers.FloatField(allow_null=True)
+    p95 = serializers.FloatField(allow_null=True)
+    p99 = serializers.FloatField(allow_null=True)
+
+
+class LatencyOut(serializers.Serializer[dict[str, Any]]):
+    where = serializers.CharField(help_text="The concurrency level (c=4) or the Poisson arrival rate.")
+    metric = serializers.ChoiceField(choices=list(result.LATENCIES), help_text="ttft, tpot, itl or e2e.")
+    baseline = PercentilesOut(help_text="Milliseconds, the verifier alone.")
+    speculative = PercentilesOut(help_text="Milliseconds, with the draft.")
+
+
+class MeasurementOut(serializers.Serializer[dict[str, Any]]):
+    mode = serializers.CharField(allow_null=True, help_text="serving: two servers timed in paired blocks; offline: older runs.")
+    recipe = serializers.CharField(allow_null=True, help_text="The `vllm serve` command that was measured.")
+    baseline_recipe = serializers.CharField(allow_null=True, help_text="The verifier-alone command it was measured against.")
+    output_tokens = serializers.IntegerField(allow_null=True)
+    request_rate = serializers.FloatField(allow_null=True, help_text="The Poisson point's arrival rate, requests/s.")
+    latency_speedup = serializers.FloatField(allow_null=True, help_text="Baseline over speculative mean E2E latency there.")
+    latency_speedup_interval = serializers.ListField(child=serializers.FloatField())
+    counters_agree = serializers.BooleanField(
+        allow_null=True, help_text="Whether the server's /metrics spec-decode counters equal the offline engine's."
+    )
+    load = serializers.DictField(allow_null=True, help_text="The machine's load around the timed blocks.")
 
 
 class RunOut(serializers.ModelSerializer[CertificationRun]):
     results = WorkloadResultOut(many=True, read_only=True)
     verdict = serializers.SerializerMethodField()
     speed = serializers.SerializerMethodField()
+    latency = serializers.SerializerMethodField()
+    measurement = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
@@ -78,13 +111,22 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "id", "pair", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state", "stage",
             "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
-            "verdict", "speed", "results",
+            "verdict", "speed", "latency", "measurement", "results",
         ]  # fmt: skip
 
     @extend_schema_field(SpeedOut(many=True))
     def get_speed(self, run: CertificationRun) -> list[result.SpeedAtLevel]:
         """Each concurrency level's speedup with its interval, and what the interval supports."""
         return result.speed_by_level(run_document(run))
+
+    @extend_schema_field(LatencyOut(many=True))
+    def get_latency(self, run: CertificationRun) -> list[result.LatencyRow]:
+        """TTFT, TPOT, ITL and E2E percentiles per level and at the Poisson point, baseline beside speculative."""
+        return result.latency_rows(run_document(run))
+
+    @extend_schema_field(MeasurementOut(allow_null=True))
+    def get_measurement(self, run: CertificationRun) -> result.Measurement | None:
+        return result.measurement(run_document(run))
 
     def get_verdict(self, run: CertificationRun) -> dict[str, Any] | None:
         verdict = result.verdict(run_document(run))

@@ -87,7 +87,7 @@ def test_a_good_submission_is_certified_by_a_real_worker_while_the_page_watches(
         page.click("text=Check and submit")
         page.click("text=Follow run")
         seen = set()
-        for _ in range(300):
+        for _ in range(900):  # a certification takes about three minutes on a quiet 2-core machine
             state = page.locator("[data-field=state]").inner_text()
             seen.add(state)
             if state == "finished":

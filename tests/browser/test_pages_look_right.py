@@ -20,7 +20,7 @@ from registry.services.demo import demo_catalog_load
 from registry.services.runs import run_claim, run_create, run_finish
 from registry.states import RunState
 from tests.registry.test_catalog_filters import finish
-from tests.registry.test_pair_and_run_pages import result_document as pair_page_document
+from tests.registry.test_pair_and_run_pages import serving_document as pair_page_document
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT
 from tests.support.runs import result_document as minimal_document

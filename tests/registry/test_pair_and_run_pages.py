@@ -52,6 +52,54 @@ def result_document() -> dict[str, Any]:
     }
 
 
+def latency(scale: float) -> dict[str, dict[str, float]]:
+    base = {"ttft": 20.0, "tpot": 2.0, "itl": 1.9, "e2e": 270.0}
+    return {name: {f"p{q}": value * scale * (1 + (q - 50) / 100) for q in (50, 90, 95, 99)} for name, value in base.items()}
+
+
+def serving_document() -> dict[str, Any]:
+    """The same figures as a version-3 run measured them: two servers, paired blocks, latencies, load."""
+    document = result_document()
+    levels = document["stages"]["throughput"]["levels"]
+    for figures in levels.values():
+        speedup = figures["speedup"]
+        figures["block_ratios"] = [speedup * 0.98, speedup, speedup * 1.02, speedup * 0.99, speedup * 1.01]
+        figures["requests_per_block"] = 7
+        figures["speedup_cv"] = 0.015
+        for side, scale in (("baseline", 1.0), ("speculative", 1 / speedup)):
+            figures[side] = {**figures[side], "tokens_per_second_runs": [figures[side]["tokens_per_second"]] * 5,
+                             "requests_per_second": 3.9, "latency_ms": latency(scale)}  # fmt: skip
+    recipe = "vllm serve spechub-toy/llama-verifier --revision " + "a" * 40
+    flags = "--dtype float32 --max-model-len 512 --seed 0 --enforce-eager"
+    document["schema_version"] = 3
+    document["stages"]["throughput"].update(
+        mode="serving",
+        servers={
+            "baseline_command": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/snap"],
+            "speculative_command": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/snap"],
+            "baseline_recipe": f"{recipe} {flags}",
+            "speculative_recipe": f"{recipe} --speculative-config '{{\"method\":\"eagle3\"}}' {flags}",
+            "start_seconds": 38.5,
+            "output_tokens": 128,
+        },
+        rate_point={**levels["1"], "speedup": 1.9, "speedup_interval": [1.6, 2.2], "request_rate": 7.0},
+        load={"load_average_before": [0.4, 0.5, 0.6], "load_average_after": [1.9, 1.0, 0.7], "wall_seconds": 110.0,
+              "other_cpu_seconds": 2.2, "other_cpu_share": 0.01, "cpu_count": 2},
+        counters={"served": {"drafts": 60, "draft_tokens": 240, "accepted": 216, "accepted_per_position": []},
+                  "offline": {"drafts": 60, "draft_tokens": 240, "accepted": 216, "accepted_per_position": []},
+                  "agree": True},
+    )  # fmt: skip
+    return document
+
+
+@pytest.fixture
+def serving_pair(certified_pair):
+    pair, run = certified_pair
+    run.result = serving_document()
+    run.save(update_fields=["result"])
+    return pair, run
+
+
 @pytest.fixture
 def certified_pair():
     pair = next(p for p in demo_catalog_load(zoo_dir=ROOT / "zoo" / "models") if p.method == "eagle3")
@@ -141,3 +189,50 @@ def test_the_run_api_gives_state_progress_and_the_verdict(certified_pair):
     body = APIClient().get(f"/api/v1/runs/{run.pk}/").json()
     assert (body["state"], body["verdict"]["verdict"]) == ("finished", "failed")
     assert [r["category"] for r in body["results"]] == ["math"]
+
+
+def test_a_serving_run_publishes_the_measured_command_and_its_latencies_and_load(serving_pair):
+    pair, run = serving_pair
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    recipe = run.result["stages"]["throughput"]["servers"]["speculative_recipe"]
+    assert "The command that was measured" in page and recipe.split(" --speculative-config")[0] in page
+    assert "--enforce-eager" in page and "the verifier alone" in page
+    assert "How speed was measured" in page and "A B B A" in page and "128 tokens per request" in page
+    rows = re.findall(r"<tr><td class=\"nowrap\">([^<]+)</td><td>([A-Z0-9]+)</td>", page)
+    assert ("c=1", "TTFT") in rows and ("c=16", "E2E") in rows and ("Poisson 7.00 req/s", "TPOT") in rows
+    assert len(rows) == 6 * 4  # five levels and the Poisson point, four latencies each
+    assert "20.0 → 14.3" in page  # c=1 TTFT p50, baseline → speculative (ms)
+    assert "Poisson arrivals at <strong>7.00 req/s</strong>" in page and "1.90\u00d7" in page
+    assert "other processes used <strong>1 %</strong>" in page and "<strong>equal</strong> the offline engine" in page
+    assert "95 % interval from the paired blocks" in page and page.count('<td class="num">5</td>') == 5
+
+
+def test_a_version_2_run_still_renders_and_says_it_was_timed_offline(certified_pair):
+    pair, run = certified_pair
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert "timed offline engine waves" in page and "re-certify this pair" in page
+    assert "measured offline" in page and "The command that was measured" not in page
+    run_page = Client().get(f"/runs/{run.pk}/").content.decode()
+    assert "Measured offline" in run_page and "no load record" in run_page
+
+
+def test_the_run_page_and_api_give_a_serving_runs_speed_latency_and_measurement(serving_pair):
+    _, run = serving_pair
+    page = Client().get(f"/runs/{run.pk}/").content.decode()
+    assert "Verdict:" in page and "Machine load during the timed blocks" in page and "run-recipe" in page
+    body = Client().get(f"/api/v1/runs/{run.pk}/").json()
+    assert body["speed"][0]["pairs"] == 5 and len(body["latency"]) == 24
+    first = body["latency"][0]
+    assert first["where"] == "c=1" and first["metric"] == "ttft" and first["baseline"]["p50"] == pytest.approx(20.0)
+    measured = body["measurement"]
+    assert measured["mode"] == "serving" and measured["counters_agree"] is True and measured["request_rate"] == 7.0
+    assert measured["recipe"].startswith("vllm serve spechub-toy/llama-verifier") and measured["output_tokens"] == 128
+    assert measured["latency_speedup_interval"] == [1.6, 2.2] and measured["load"]["cpu_count"] == 2
+
+
+def test_the_queue_refreshes_itself_only_while_runs_are_going(certified_pair):
+    pair, _ = certified_pair
+    assert 'http-equiv="refresh"' not in Client().get("/runs/").content.decode()
+    RunFactory.create(pair=pair, state=RunState.MEASURING)
+    page = Client().get("/runs/").content.decode()
+    assert '<meta http-equiv="refresh" content="5">' in page and "refreshes every 5 seconds" in page

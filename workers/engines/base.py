@@ -27,12 +27,22 @@ Hooks:
 - `manifest()`: the engine's build and device facts, for the environment
   manifest (versions, device name and count, dtype, exact engine arguments).
 - `stop()`: called once, last, even after a failure in between.
+
+Serving (speed is measured against servers, as users run pairs):
+- `server_command(config, port)`: the command line that serves `config` as an
+  OpenAI-compatible server on 127.0.0.1:port, with the same arguments the pair
+  page publishes. An engine without a server raises InfraError
+  (`engine:no-server`).
+- `server_environment(config)`: the variables that server needs.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+
+from kernel.errors import InfraError
+from kernel.formats.recipe import Conditions
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,10 @@ class EngineConfig:
     enforce_eager: bool = True
     kv_cache_gib: int = 1
     extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def conditions(self) -> Conditions:
+        return Conditions(dtype=self.dtype, max_model_len=self.max_model_len, enforce_eager=self.enforce_eager, seed=self.seed)
 
 
 @dataclass(frozen=True)
@@ -113,3 +127,9 @@ class Engine(ABC):
 
     @abstractmethod
     def stop(self) -> None: ...
+
+    def server_command(self, config: EngineConfig, port: int) -> list[str]:
+        raise InfraError("engine:no-server", f"the {self.name!r} engine has no server to measure speed with")
+
+    def server_environment(self, config: EngineConfig) -> dict[str, str]:
+        return {}

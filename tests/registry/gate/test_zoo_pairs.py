@@ -109,10 +109,12 @@ def test_a_speculator_recipe_pins_both_commits_and_offers_the_short_form(local_h
     verifier_sha = hub_client.resolve(VERIFIER, "main")
     config = report.recipe.speculative_config
     assert config == {"method": "eagle3", "num_speculative_tokens": 4, "model": f"{ORG}/eagle3-head", "revision": draft_sha}
+    conditions = "--dtype float32 --max-model-len 512 --seed 0 --enforce-eager"  # what a default certification measures
     assert report.recipe.serve == (
-        f"vllm serve {VERIFIER} --revision {verifier_sha} --speculative-config '{json.dumps(config, separators=(',', ':'))}'"
+        f"vllm serve {VERIFIER} --revision {verifier_sha} --speculative-config "
+        f"'{json.dumps(config, separators=(',', ':'))}' {conditions}"
     )
-    assert report.recipe.serve_short == f"vllm serve {ORG}/eagle3-head --revision {draft_sha}"
+    assert report.recipe.serve_short == f"vllm serve {ORG}/eagle3-head --revision {draft_sha} {conditions}"
     other_k = check("hub", "eagle3-head", hub_client, k=3)
     assert other_k.recipe is not None and other_k.recipe.serve_short is None  # the short form would serve k=4
 

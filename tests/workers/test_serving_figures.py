@@ -1,0 +1,136 @@
+"""The serving measurement's figures: paired ratios, their interval, block order, latencies (no engine)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel import result
+from kernel.formats import Conditions, serve_arguments
+from workers import metrics, serving
+from workers.engines.base import EngineConfig
+from workers.engines.vllm import VllmEngine
+
+
+def block(tokens_per_request: int, seconds: float, requests: int = 2, ttft: float = 0.01) -> serving.Block:
+    each = seconds / requests
+    return serving.Block(
+        seconds=seconds,
+        output_tokens=[tokens_per_request] * requests,
+        ttft=[ttft] * requests,
+        itl=[[(each - ttft) / (tokens_per_request - 1)] * (tokens_per_request - 1)] * requests,
+        e2e=[each] * requests,
+    )
+
+
+def test_the_paired_interval_is_student_t_on_the_log_ratios_constructed():
+    ratios = [1.50, 1.55, 1.45, 1.52, 1.48]
+    centre, low, high = metrics.paired_ratio(ratios)
+    logs = [math.log(r) for r in ratios]
+    half = 2.776 * statistics.stdev(logs) / math.sqrt(5)  # t(0.975, 4 degrees of freedom)
+    assert centre == pytest.approx(math.exp(statistics.fmean(logs)))
+    assert (low, high) == pytest.approx((centre * math.exp(-half), centre * math.exp(half)))
+    assert low < min(ratios) or low < centre < high
+
+
+def test_noisy_pairs_around_one_give_an_interval_that_straddles_one_constructed():
+    _, low, high = metrics.paired_ratio([1.10, 0.92, 1.05, 0.97, 1.02])
+    assert low < 1 < high and result.speed_label([low, high]) == result.NO_DIFFERENCE
+    with pytest.raises(ValueError, match="two paired ratios"):
+        metrics.paired_ratio([1.2])
+
+
+def test_a_level_pairs_each_baseline_block_with_its_speculative_neighbour_constructed():
+    # Load drifts: both sides slow down together over the run, and the paired ratio stays 1.5.
+    baseline = [block(128, seconds) for seconds in (1.0, 1.2, 1.4)]
+    speculative = [block(128, seconds / 1.5) for seconds in (1.0, 1.2, 1.4)]
+    level = serving.level({"baseline": baseline, "speculative": speculative}, serving.throughput_ratio)
+    assert level["block_ratios"] == pytest.approx([1.5, 1.5, 1.5])
+    assert level["speedup"] == pytest.approx(1.5) and level["speedup_interval"] == pytest.approx([1.5, 1.5])
+    assert level["requests_per_block"] == 2
+    assert level["baseline"]["tokens_per_second_runs"] == pytest.approx([256 / 1.0, 256 / 1.2, 256 / 1.4])
+    e2e = level["baseline"]["latency_ms"]["e2e"]
+    assert e2e["p50"] == pytest.approx(600.0) and e2e["p99"] == pytest.approx(700.0 - 0.02 * 100, rel=0.01)
+    assert set(level["baseline"]["latency_ms"]) == set(result.LATENCIES)
+    tpot = level["speculative"]["latency_ms"]["tpot"]["p50"]
+    assert tpot == pytest.approx((1.2 / 1.5 / 2 - 0.01) / 127 * 1000)
+
+
+def test_at_a_fixed_arrival_rate_the_gain_is_read_from_end_to_end_latency_constructed():
+    baseline, speculative = block(128, 4.0), block(128, 4.0)
+    faster = serving.Block(4.0, [128, 128], [0.01, 0.01], [[0.001] * 127] * 2, [0.5, 0.7])
+    assert serving.latency_ratio(baseline, faster) == pytest.approx(2.0 / 0.6)
+    assert serving.latency_ratio(baseline, speculative) == pytest.approx(1.0)
+
+
+def test_blocks_run_in_a_b_b_a_order_each_after_a_quiet_pause():
+    idle = subprocess.Popen(["true"])
+    idle.wait()
+    servers = {side: serving.Server(side, ["true"], 0, idle, Path("/dev/null")) for side in serving.SIDES}
+    order: list[tuple[str, float]] = []
+
+    def run(server: serving.Server, repeat: int) -> serving.Block:
+        order.append((server.name, time.monotonic()))
+        server.finished_at = time.monotonic()
+        return block(128, 1.0)
+
+    blocks = serving.paired_blocks(servers, 3, run)
+    assert [name for name, _ in order] == ["baseline", "speculative", "speculative", "baseline", "baseline", "speculative"]
+    assert {side: len(found) for side, found in blocks.items()} == {"baseline": 3, "speculative": 3}
+    gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(order)]
+    assert min(gaps) >= serving.QUIET_BEFORE_BLOCK
+
+
+def test_poisson_arrivals_repeat_for_a_seed_and_keep_the_rate():
+    arrivals = serving.poisson_arrivals(4000, rate=8.0, seed=3)
+    assert arrivals == serving.poisson_arrivals(4000, rate=8.0, seed=3) != serving.poisson_arrivals(4000, rate=8.0, seed=4)
+    assert arrivals[0] == 0 and all(b >= a for a, b in itertools.pairwise(arrivals))
+    assert len(arrivals) / arrivals[-1] == pytest.approx(8.0, rel=0.05)
+
+
+def test_per_category_speedups_come_from_the_single_request_blocks_constructed():
+    categories = ["code", "chat"]
+    baseline = [serving.Block(2.0, [128, 128], [0.01] * 2, [[0.001]] * 2, [1.0, 1.0])]
+    speculative = [serving.Block(1.25, [128, 128], [0.01] * 2, [[0.001]] * 2, [0.5, 0.75])]
+    found = serving.category_speedups({"baseline": baseline, "speculative": speculative}, categories)
+    assert found == pytest.approx({"code": 2.0, "chat": 1 / 0.75})
+
+
+def test_the_server_command_carries_the_published_flags_with_the_snapshots_in_place_of_the_repos():
+    config = EngineConfig(verifier="/snap/verifier", speculative_config={"method": "ngram", "num_speculative_tokens": 4})
+    command = VllmEngine().server_command(config, 4321)
+    published = serve_arguments("org/verifier", "a" * 40, config.speculative_config, Conditions())
+    assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert command[3:5] == ["--model", "/snap/verifier"]
+    assert command[5:-4] == published[3:]  # after `org/verifier --revision <sha>`
+    assert command[-4:] == ["--host", "127.0.0.1", "--port", "4321"]
+    assert "--enforce-eager" in published and published[published.index("--dtype") + 1] == "float32"
+
+
+def test_a_version_2_document_reads_as_offline_with_its_percentiles_in_ms():
+    level = {
+        "speedup": 1.4, "speedup_interval": [1.2, 1.6], "speedup_cv": 0.05,
+        "baseline": {"tokens_per_second": 100.0, "tokens_per_second_runs": [100.0], "ttft_p50": 0.02, "itl_p50": 0.01,
+                     "itl_p95": 0.015},
+        "speculative": {"tokens_per_second": 140.0, "tokens_per_second_runs": [140.0], "ttft_p50": 0.03, "itl_p50": 0.007,
+                        "itl_p95": 0.009},
+    }  # fmt: skip
+    old = {"schema_version": 2, "stages": {"throughput": {"levels": {"1": level}, "per_category_speedup": {}}}}
+    document = result.load(old)
+    assert document is not None and document["schema_version"] == result.SCHEMA_VERSION
+    measured = result.throughput(document)
+    assert measured is not None and measured["mode"] == "offline" and measured["servers"] is None
+    rows = {row["metric"]: row for row in result.latency_rows(document)}
+    assert set(rows) == {"ttft", "itl"}
+    assert rows["ttft"]["baseline"]["p50"] == pytest.approx(20.0) and rows["itl"]["speculative"]["p95"] == pytest.approx(9.0)
+    assert result.speed_by_level(document)[0]["pairs"] == 0
+    assert result.measurement(document) == {
+        "mode": "offline", "recipe": None, "baseline_recipe": None, "output_tokens": None, "request_rate": None,
+        "latency_speedup": None, "latency_speedup_interval": [], "counters_agree": None, "load": None,
+    }  # fmt: skip
