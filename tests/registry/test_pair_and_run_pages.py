@@ -230,9 +230,10 @@ def test_the_run_page_and_api_give_a_serving_runs_speed_latency_and_measurement(
     assert measured["latency_speedup_interval"] == [1.6, 2.2] and measured["load"]["cpu_count"] == 2
 
 
-def test_the_queue_refreshes_itself_only_while_runs_are_going(certified_pair):
+def test_the_queue_updates_itself_only_while_runs_are_going(certified_pair):
     pair, _ = certified_pair
-    assert 'http-equiv="refresh"' not in Client().get("/runs/").content.decode()
+    page = Client().get("/runs/").content.decode()
+    assert 'data-going="false"' in page and "runs-live-toggle" not in page
     RunFactory.create(pair=pair, state=RunState.MEASURING)
     page = Client().get("/runs/").content.decode()
-    assert '<meta http-equiv="refresh" content="5">' in page and "refreshes every 5 seconds" in page
+    assert 'data-going="true"' in page and "Pause live updates" in page and "queue.js" in page
