@@ -318,10 +318,17 @@ def latency_rows(document: ResultDocument | None) -> list[LatencyRow]:
     rows: list[LatencyRow] = []
     for where, figures in places:
         for metric in LATENCIES:
-            baseline, speculative = (figures[side]["latency_ms"].get(metric, {}) for side in ("baseline", "speculative"))
+            baseline, speculative = (_percentiles_of(figures, side, metric) for side in ("baseline", "speculative"))
             if baseline.get("p50") is not None or speculative.get("p50") is not None:
                 rows.append({"where": where, "metric": metric, "baseline": baseline, "speculative": speculative})
     return rows
+
+
+def _percentiles_of(figures: Level, side: str, metric: str) -> dict[str, float | None]:
+    """One side's percentiles of one latency; empty where an older document did not measure them."""
+    rates: Mapping[str, Any] = cast(Mapping[str, Any], figures).get(side) or {}
+    found: dict[str, float | None] = (rates.get("latency_ms") or {}).get(metric) or {}
+    return found
 
 
 def servers(document: ResultDocument | None) -> Servers | None:

@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -261,8 +262,10 @@ def run_block(
         max_concurrency=concurrency, lora_modules=None, extra_headers=None, extra_body={"temperature": 0},
         ready_check_timeout_sec=0, self_timed=arrivals is not None,
     )  # fmt: skip
-    with contextlib.redirect_stdout(io.StringIO()):  # the client prints its own summary table
-        done: dict[str, Any] = asyncio.run(run)
+    # The client prints its own summary table; its event loop gets a thread of its own, since the
+    # caller may already run one (a test session with Playwright's does).
+    with contextlib.redirect_stdout(io.StringIO()), ThreadPoolExecutor(1) as loop:
+        done: dict[str, Any] = loop.submit(asyncio.run, run).result()
     server.finished_at = time.monotonic()
     failed = [error for error in done["errors"] if error]
     if failed or done["completed"] != len(requests):
