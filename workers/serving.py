@@ -99,7 +99,7 @@ def servers(engine: Engine, configs: Mapping[str, EngineConfig]) -> Iterator[dic
             for name, config in configs.items():
                 started[name] = _start(engine, name, config, Path(logs))
             _wait_ready(list(started.values()))
-            _frontends_off_the_engine_cores()
+            _frontends_off_the_engine_cores(list(started.values()))
             yield started
         finally:
             for server in started.values():
@@ -146,7 +146,7 @@ def _wait_ready(waiting: list[Server]) -> None:
             time.sleep(0.5)
 
 
-def _frontends_off_the_engine_cores() -> None:
+def _frontends_off_the_engine_cores(servers: list[Server]) -> None:
     """Keep this process (the client) and the servers' front ends on the cores vLLM left to them.
 
     vLLM's CPU backend binds each engine worker to its cores and reserves the rest for the
@@ -157,10 +157,12 @@ def _frontends_off_the_engine_cores() -> None:
     """
     import psutil
 
-    me = psutil.Process()
-    processes = [me, *me.children(recursive=True)]
-    workers = [p for p in processes if p.name().startswith("VLLM::Worker")]
     with contextlib.suppress(psutil.Error):
+        processes = [psutil.Process()]  # this one, the client; other children of ours (a web server) stay put
+        for server in servers:
+            root = psutil.Process(server.process.pid)
+            processes += [root, *root.children(recursive=True)]
+        workers = [p for p in processes if p.name().startswith("VLLM::Worker")]
         bound = set().union(*(p.cpu_affinity() for p in workers))
         free = sorted(set(range(psutil.cpu_count() or 1)) - bound)
         if not workers or not free:
