@@ -431,7 +431,7 @@ def _level_from_v2(level: Mapping[str, Any]) -> Level:
         def ms(key: str) -> float | None:
             return old[key] * 1000 if old.get(key) is not None else None
 
-        latency = {name: dict.fromkeys(("p50", "p90", "p95", "p99")) for name in LATENCIES}
+        latency = {name: dict.fromkeys(f"p{q}" for q in PERCENTILES) for name in LATENCIES}
         latency["ttft"]["p50"], latency["itl"]["p50"], latency["itl"]["p95"] = ms("ttft_p50"), ms("itl_p50"), ms("itl_p95")
         kept = {key: value for key, value in old.items() if key not in ("ttft_p50", "itl_p50", "itl_p95")}
         return cast(Rates, {"tokens_per_second_runs": [], **kept, "requests_per_second": None, "latency_ms": latency})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db.models import Case, Q, QuerySet, Value, When
@@ -88,8 +88,15 @@ def run_document(run: CertificationRun | None) -> result.ResultDocument | None:
     return result.load(run.result) if run else None
 
 
-def run_figures(run: CertificationRun) -> dict[str, Any]:
-    """Return what the run page shows of a finished run: speed per level, how it was measured, its latencies."""
+class RunFigures(TypedDict):
+    speed: list[result.SpeedAtLevel]
+    measurement: result.Measurement | None
+    latency: list[result.LatencyRow]
+    verdict: result.Verdict | None
+
+
+def run_figures(run: CertificationRun) -> RunFigures:
+    """Return what the run page and API show of a run, its document read once: speed, measurement, latencies, verdict."""
     document = run_document(run)
     return {
         "speed": result.speed_by_level(document),

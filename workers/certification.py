@@ -336,17 +336,15 @@ def _timed(
         if concurrency == 1:
             per_category = serving.category_speedups(blocks, [bench.categories[i] for i in order[:count]])
         report(40 + 50 * (number + 1) // len(plan.concurrency))
-    return levels, per_category, _rate_point(bench, running, model, levels)
+    return levels, per_category, _rate_point(bench, running, model, levels, [bench.prompts[i] for i in order[:8]])
 
 
 def _rate_point(
-    bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level]
+    bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level], prompts: list[list[int]]
 ) -> result.RatePoint:
     plan = bench.spec.plan
     single = levels[str(min(plan.concurrency, key=int))]["baseline"]["requests_per_second"] or 1.0
     rate = plan.request_rate or 2 * single
-    order = sweep_order(bench)[:8]
-    prompts = [bench.prompts[i] for i in order]
 
     def block(server: serving.Server, repeat: int) -> serving.Block:
         arrivals = serving.poisson_arrivals(len(prompts), rate, seed=plan.seed + repeat)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -106,19 +105,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     position = (len(ordered) - 1) * q / 100
     low, high = math.floor(position), math.ceil(position)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def bootstrap_ratio(
-    numerator: Sequence[float], denominator: Sequence[float], *, iterations: int = 2000, seed: int = 0
-) -> tuple[float, float]:
-    """Return the 95 % percentile-bootstrap interval of mean(numerator) / mean(denominator)."""
-    rng = random.Random(seed)  # noqa: S311 - resampling, not security
-    ratios = []
-    for _ in range(iterations):
-        top = statistics.fmean(rng.choices(numerator, k=len(numerator)))
-        bottom = statistics.fmean(rng.choices(denominator, k=len(denominator)))
-        ratios.append(top / bottom)
-    return percentile(ratios, 2.5) or 0.0, percentile(ratios, 97.5) or 0.0
 
 
 # Student t's 97.5th percentile by degrees of freedom: the engines' environment has no scipy,

@@ -23,7 +23,7 @@ from registry.models import (
     WorkloadCategory,
     WorkloadResult,
 )
-from registry.selectors import run_document
+from registry.selectors import RunFigures, run_figures
 from registry.validation import validate_repo_id, validate_revision
 
 
@@ -114,22 +114,27 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "verdict", "speed", "latency", "measurement", "results",
         ]  # fmt: skip
 
+    def to_representation(self, instance: CertificationRun) -> dict[str, Any]:
+        # The four document fields below share one read of the run's document (selectors.run_figures).
+        self._run_figures: RunFigures = run_figures(instance)
+        return super().to_representation(instance)
+
     @extend_schema_field(SpeedOut(many=True))
     def get_speed(self, run: CertificationRun) -> list[result.SpeedAtLevel]:
         """Each concurrency level's speedup with its interval, and what the interval supports."""
-        return result.speed_by_level(run_document(run))
+        return self._run_figures["speed"]
 
     @extend_schema_field(LatencyOut(many=True))
     def get_latency(self, run: CertificationRun) -> list[result.LatencyRow]:
         """TTFT, TPOT, ITL and E2E percentiles per level and at the Poisson point, baseline beside speculative."""
-        return result.latency_rows(run_document(run))
+        return self._run_figures["latency"]
 
     @extend_schema_field(MeasurementOut(allow_null=True))
     def get_measurement(self, run: CertificationRun) -> result.Measurement | None:
-        return result.measurement(run_document(run))
+        return self._run_figures["measurement"]
 
     def get_verdict(self, run: CertificationRun) -> dict[str, Any] | None:
-        verdict = result.verdict(run_document(run))
+        verdict = self._run_figures["verdict"]
         return {"verdict": verdict["verdict"], "reasons": verdict["reasons"]} if verdict else None
 
 

@@ -86,7 +86,7 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
     measured = pairs.pop("eagle3-head")
     finish(pairs["llama-draft-1l"], "certified", 1.31, 4.6)
     finish(pairs["ngram"], "failed", 0.9, 1.8)
-    run_finish_measured(measured)
+    finished = run_finish_measured(measured)
     failed = RunFactory.create(
         pair=pairs["llama-draft-1l"],
         state=RunState.FAILED_USER,
@@ -99,6 +99,7 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         "catalog": "/",
         "pair": f"/pairs/{measured.pk}/",
         "run": f"/runs/{failed.pk}/",
+        "finished-run": f"/runs/{finished.pk}/",
         "runs": "/runs/",
         "matrix": "/matrix/",
         "submit": "/submit/",
