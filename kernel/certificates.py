@@ -18,13 +18,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from kernel.result import CertifiedResults, Environment
+from kernel.result import CertifiedResults, Environment, Properties
 from kernel.spec import InputFields
 
 FORMAT = "spechub-certificate/1"
@@ -49,6 +49,10 @@ class Payload(TypedDict):
     environment: Environment
     results: CertifiedResults
     reproduce: str
+    # Since per-property verdicts: each property judged and attributed, and the engine
+    # qualification (by digest) the verdict was judged with; absent from older certificates.
+    properties: NotRequired[Properties | None]
+    qualification: NotRequired[dict[str, str] | None]
 
 
 class CertificateInvalid(Exception):

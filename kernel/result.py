@@ -12,13 +12,15 @@ Version history:
   each level carries its block ratios, requests/s and TTFT/TPOT/ITL/E2E percentiles in ms;
   the throughput stage adds the servers' commands, a Poisson rate point, the machine's load
   and the served counters checked against the offline ones. Version 2's offline figures
-  are read as mode "offline", with the percentiles it had.
+  are read as mode "offline", with the percentiles it had. Later, still version 3 because
+  readers need not change: the verdict may carry `properties` (each property judged and
+  attributed) and `qualification` (the engine qualification it cites).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from kernel.builds import engine_build as build_among
 from kernel.spec import SpecFields
@@ -178,12 +180,31 @@ class Environment(TypedDict, total=False):
     speculative_config: dict[str, object] | None
 
 
+class PropertyVerdict(TypedDict):
+    """One property's judgement: its outcome, whose fault a failure is (pair, engine, or None), and why."""
+
+    outcome: str
+    fault: str | None
+    reason: str
+    evidence: dict[str, Any]
+
+
+class Properties(TypedDict):
+    acceptance: PropertyVerdict
+    greedy: PropertyVerdict
+    sampling: PropertyVerdict
+    speed: PropertyVerdict
+
+
 class Verdict(TypedDict):
     verdict: str
     reasons: list[str]
     thresholds: dict[str, float]
     workloads: dict[str, WorkloadFigures]
     environment: Environment
+    # Since per-property verdicts (kernel/verdict.py); absent from older documents.
+    properties: NotRequired[Properties]
+    qualification: NotRequired[dict[str, str] | None]  # the engine qualification it was judged with
 
 
 class BaselineCache(TypedDict):
@@ -452,6 +473,12 @@ def verdict(document: ResultDocument | None) -> Verdict | None:
     """Return the verdict stage, or None when the run did not reach a verdict."""
     part = stage(document, "verdict")
     return cast(Verdict, part) if "verdict" in part else None
+
+
+def properties(document: ResultDocument | None) -> Properties | None:
+    """Return the per-property verdicts the document was judged with; None for older documents."""
+    found = verdict(document)
+    return found.get("properties") if found else None
 
 
 def acceptance(document: ResultDocument | None) -> Acceptance | None:

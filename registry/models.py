@@ -292,6 +292,27 @@ class EngineBuild(models.Model):
         return f"{self.engine} {self.version} on {self.hardware}"
 
 
+class EngineQualification(models.Model):
+    """An engine build's controls on one hardware class and dtype (kernel/qualification.py); `document` is the record."""
+
+    engine = models.CharField(max_length=32)
+    engine_build = models.CharField(max_length=64)
+    hardware = models.CharField(max_length=32)
+    dtype = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    passed = models.BooleanField()  # every control the build supports passes
+    failing = models.JSONField(default=list)  # the names of the controls that fail
+    document = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["engine", "engine_build", "hardware", "dtype"], name="qualification_build")]
+
+    def __str__(self) -> str:
+        return f"{self.engine} {self.engine_build} on {self.hardware} ({self.dtype}): {'passes' if self.passed else 'fails'}"
+
+
 class WebhookEvent(models.TextChoices):
     CERTIFIED = "pair.certified"
     REGRESSED = "pair.regressed"

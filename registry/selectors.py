@@ -13,7 +13,16 @@ from django.utils import timezone
 from kernel import result
 from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
 from registry.filters import PairFilter, filtered_pairs
-from registry.models import CertificationRun, HubModel, Pair, Role, Submission, SubmissionStatus, WebhookEndpoint
+from registry.models import (
+    CertificationRun,
+    EngineQualification,
+    HubModel,
+    Pair,
+    Role,
+    Submission,
+    SubmissionStatus,
+    WebhookEndpoint,
+)
 from registry.states import FINAL_STATES, RunState
 
 
@@ -93,6 +102,7 @@ class RunFigures(TypedDict):
     measurement: result.Measurement | None
     latency: list[result.LatencyRow]
     verdict: result.Verdict | None
+    properties: list[PropertyRow]
 
 
 def run_figures(run: CertificationRun) -> RunFigures:
@@ -103,7 +113,36 @@ def run_figures(run: CertificationRun) -> RunFigures:
         "measurement": result.measurement(document),
         "latency": result.latency_rows(document),
         "verdict": result.verdict(document),
+        "properties": property_rows(document),
     }
+
+
+class PropertyRow(TypedDict):
+    title: str
+    outcome: str
+    fault: str | None
+    reason: str
+    tone: str  # the badge colour: certified (good), provisional (undecided), failed (bad)
+    digest: str | None  # the engine qualification the judgement cites
+
+
+PROPERTY_TITLES = {"acceptance": "acceptance", "greedy": "greedy equivalence", "sampling": "sampling equivalence",
+                   "speed": "speed at concurrency 1"}  # fmt: skip
+TONES = {"measured": "certified", "pass": "certified", result.FASTER: "certified", "fail": "failed", result.SLOWER: "failed"}
+
+
+def property_rows(document: result.ResultDocument | None) -> list[PropertyRow]:
+    """Return the document's per-property verdicts as table rows; none for documents judged before they existed."""
+    found = result.properties(document)
+    if not found:
+        return []
+    rows: list[PropertyRow] = []
+    for name, title in PROPERTY_TITLES.items():
+        judged: result.PropertyVerdict = found[name]  # type: ignore[literal-required]
+        cited = judged["evidence"].get("qualification") or {}
+        rows.append({"title": title, "outcome": judged["outcome"], "fault": judged["fault"], "reason": judged["reason"],
+                     "tone": TONES.get(judged["outcome"], "provisional"), "digest": cited.get("digest")})  # fmt: skip
+    return rows
 
 
 class RunSummary(result.Summary):
@@ -205,6 +244,7 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "pair": pair,
         "run": run,
         "verdict": result.verdict(document) or {},
+        "properties": property_rows(document),
         "acceptance": result.acceptance(document) or {},
         "levels": levels,
         "speedups": [speedups[str(level)] for level in levels],
@@ -300,3 +340,52 @@ def webhooks_of(*, owner: Any) -> QuerySet[WebhookEndpoint]:
 def pair_public_url(*, pair: Pair) -> str:
     """Return the pair page's absolute address, for emails, webhooks and Hub PRs."""
     return f"{settings.SPECHUB_PUBLIC_URL.rstrip('/')}{reverse('pair', args=[pair.pk])}"
+
+
+def qualification_for(*, engine: str, engine_build: str, hardware: str, dtype: str) -> EngineQualification | None:
+    """Return the newest qualification of this engine build on this hardware class and dtype."""
+    found = EngineQualification.objects.filter(engine=engine, engine_build=engine_build, hardware=hardware, dtype=dtype)
+    return found.first()
+
+
+def engine_qualifications() -> list[EngineQualification]:
+    """Return the newest qualification of each engine build x hardware class x dtype, newest first."""
+    newest: dict[tuple[str, str, str, str], EngineQualification] = {}
+    for row in EngineQualification.objects.all():  # ordered newest first: the first seen is kept
+        newest.setdefault((row.engine, row.engine_build, row.hardware, row.dtype), row)
+    return list(newest.values())
+
+
+def qualification_by_digest(*, digest: str) -> EngineQualification | None:
+    return EngineQualification.objects.filter(digest=digest).first()
+
+
+class ControlRow(TypedDict):
+    name: str
+    method: str | None
+    draft: str | None
+    outcome: str
+    summary: str
+    tests: list[dict[str, Any]]  # one per mode and probe: p-value, samples, and the TV it detects
+
+
+class BuildPage(TypedDict):
+    qualification: EngineQualification
+    controls: list[ControlRow]
+    not_judgeable: list[str]  # the methods whose pairs' sampling cannot be judged on this build
+
+
+def engines_page() -> list[BuildPage]:
+    """Return each qualified build with its controls' tests flattened for a table, and what they mean for pairs."""
+    pages: list[BuildPage] = []
+    for row in engine_qualifications():
+        controls = row.document["controls"]
+        rows: list[ControlRow] = [
+            {**{k: c.get(k) for k in ("name", "method", "draft", "outcome", "summary")},  # type: ignore[typeddict-item]
+             "tests": [{"mode": m["mode"], **p} for m in c["sampling"] for p in m["probes"]]}
+            for c in controls
+        ]  # fmt: skip
+        failing = {c["method"] for c in controls if c["outcome"] == "fail"}
+        every = sorted(m for m in {c["method"] for c in controls} if m) if None in failing else sorted(failing - {None})
+        pages.append({"qualification": row, "controls": rows, "not_judgeable": every})
+    return pages

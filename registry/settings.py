@@ -192,6 +192,14 @@ SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
 SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)
 SPECHUB_THRESHOLD_SAMPLING_ALPHA = env_float("SPECHUB_THRESHOLD_SAMPLING_ALPHA", 0.001)
 SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.0)
+# Engine qualification (workers/qualification.py): run when a worker reports a build that has none.
+SPECHUB_QUALIFIER = env_str("SPECHUB_QUALIFIER", "workers.qualification.qualify_build")
+SPECHUB_QUALIFY_NEW_BUILDS = env_bool("SPECHUB_QUALIFY_NEW_BUILDS", True)
+# The total variation each sampling control detects with power 0.99; the sample counts follow from it.
+SPECHUB_QUALIFY_TV = env_float("SPECHUB_QUALIFY_TV", 0.1)
+SPECHUB_QUALIFY_CONTROLS = env_list(
+    "SPECHUB_QUALIFY_CONTROLS", ["verifier-alone", "self-draft", "draft_model", "eagle3", "eagle3-reduced", "ngram"]
+)
 
 # --- The Hub -----------------------------------------------------------------
 # HF_ENDPOINT is huggingface_hub's own variable; `make hub` serves the toy zoo there.

@@ -19,6 +19,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("submit/", views.submit, name="submit"),
     path("matrix/", views.matrix, name="matrix"),
+    path("engines/", views.engines, name="engines"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

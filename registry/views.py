@@ -21,6 +21,7 @@ from registry.models import CertificationRun, Pair
 from registry.selectors import (
     catalog_choices,
     compatibility_matrix,
+    engines_page,
     pair_page,
     pairs_filtered,
     run_figures,
@@ -41,6 +42,11 @@ def catalog(request: HttpRequest) -> HttpResponse:
     query.pop("page", None)
     context = {"page": page, "search": search, "filter": bound, "query": query.urlencode(), "choices": catalog_choices()}
     return render(request, "registry/catalog.html", context)
+
+
+@require_GET
+def engines(request: HttpRequest) -> HttpResponse:
+    return render(request, "registry/engines.html", {"builds": engines_page()})
 
 
 @require_GET

@@ -92,6 +92,9 @@ def pytest_load_initial_conftests(
     # The tests' webhook receivers listen on loopback, which production refuses; the refusal's own
     # tests turn this off (tests/registry/test_outbound.py).
     os.environ.setdefault("SPECHUB_WEBHOOK_ALLOWED_HOSTS", "127.0.0.1,localhost")
+    # Each worker the tests start would qualify its engine build first (minutes of vLLM on the queue
+    # its certification waits on); the qualification's own tests turn this on.
+    os.environ.setdefault("SPECHUB_QUALIFY_NEW_BUILDS", "0")
     yield
 
 

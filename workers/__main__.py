@@ -1,5 +1,9 @@
 """`python -m workers certify ...`: run one certification alone, with no Django and no database.
 
+`python -m workers qualify --engine vllm --hardware cpu --out qualification.json` runs the engine
+controls (workers/qualification.py) and prints one line per control: exit 0 when every control the
+build supports passes, 4 when one fails.
+
 `python -m workers reproduce certificate.json --out r.json` re-runs a certificate's certification
 and compares the figures: exit 0 when they match, 3 when they do not.
 """
@@ -15,8 +19,10 @@ from kernel import certificates, result
 from kernel.director import Director
 from kernel.errors import RunError, UserError
 from kernel.hub import HubClient
+from kernel.qualification import Control
 from kernel.repos import HubRepo, gate_check
 from kernel.spec import ModelRef, Plan, RunSpec
+from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.stages import default_stages
 
@@ -45,7 +51,43 @@ def parse(argv: list[str]) -> argparse.Namespace:
     reproduce.add_argument(
         "--speedup-rtol", type=float, help="Also judge the speedup at concurrency 1 within this relative tolerance."
     )
+    _qualify_arguments(commands.add_parser("qualify", help="Run the engine controls; write the qualification record."))
     return parser.parse_args(argv)
+
+
+def _qualify_arguments(qualify: argparse.ArgumentParser) -> None:
+    qualify.add_argument("--engine", default="vllm", help="Engine name (vllm or reference).")
+    qualify.add_argument("--hardware", default="cpu", help="Hardware class the record is pinned to.")
+    qualify.add_argument("--dtype", default="float32")
+    qualify.add_argument("--tv", type=float, default=0.1, help="Total variation each sampling test detects (default 0.1).")
+    qualify.add_argument("--controls", help=f"Comma-separated subset of {', '.join(c.name for c in CONTROLS)}.")
+    qualify.add_argument("--modes", help=f"Comma-separated subset of {', '.join(MODES)}.")
+    qualify.add_argument("--engine-option", action="append", default=[], metavar="KEY=VALUE",
+                         help="An engine argument: accept_rule=always is the reference engine's wrong sampler.")  # fmt: skip
+    qualify.add_argument("--out", type=Path, required=True, help="Where to write the qualification JSON.")
+
+
+def qualify_settings(args: argparse.Namespace) -> Settings:
+    options = dict(option.partition("=")[::2] for option in args.engine_option)
+    chosen = {
+        name: tuple(getattr(args, name).split(","))
+        for name in ("controls", "modes") if getattr(args, name)
+    }  # fmt: skip
+    return Settings(engine=args.engine, hardware=args.hardware, dtype=args.dtype, tv=args.tv,
+                    engine_extra=dict(options), **chosen)  # type: ignore[arg-type]  # fmt: skip
+
+
+def run_qualify(args: argparse.Namespace) -> int:
+    def line(control: Control) -> None:
+        print(f"{control['name']:<15} {control['outcome']:<14} {control['summary']}", flush=True)
+
+    record = qualify(qualify_settings(args), line)
+    args.out.write_text(json.dumps(record, indent=2))
+    failed = [c["name"] for c in record["controls"] if c["outcome"] == "fail"]
+    print(f"{record['engine']} {record['engine_build']} on {record['hardware']} ({record['dtype']}): "
+          f"{'fails ' + ', '.join(failed) if failed else 'every supported control passes'}; "
+          f"{record['seconds']:.0f} s; digest {record['digest'][:12]} -> {args.out}")  # fmt: skip
+    return CONTROL_FAILS if failed else 0
 
 
 def spec_from(args: argparse.Namespace) -> RunSpec:
@@ -75,16 +117,19 @@ def progress(stage: str, percent: int) -> None:
 
 
 MISMATCH = 3
+CONTROL_FAILS = 4
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
+        if args.command == "qualify":
+            return run_qualify(args)
         payload = _certificate(args.certificate) if args.command == "reproduce" else None
         spec = spec_from_certificate(payload) if payload else spec_from(args)
         document = Director(default_stages()).run(spec, progress)
     except RunError as error:
-        sys.stderr.write(f"\ncertification failed ({error.code}, {error.fault} fault): {error.message}\n")
+        sys.stderr.write(f"\n{args.command} failed ({error.code}, {error.fault} fault): {error.message}\n")
         return 1 if error.fault == "user" else 2
     sys.stderr.write("\n")
     args.out.write_text(json.dumps(document, indent=2))

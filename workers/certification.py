@@ -24,7 +24,8 @@ from kernel.errors import UserError
 from kernel.formats import Report, serve_arguments, serve_line
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
-from kernel.spec import RunSpec, Thresholds
+from kernel.spec import RunSpec
+from kernel.verdict import judge_document
 from workers import baselines, metrics, serving
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
@@ -391,51 +392,23 @@ def _total(engine: Measured) -> SpecCounters:
 
 
 def verdict(bench: Workbench, report: Tick) -> result.Verdict:
-    """The verdict stage: judge the figures the earlier stages measured (see `judge`)."""
-    stages = bench.stages
+    """The verdict stage: judge each property the earlier stages measured (kernel/verdict.py).
+
+    A worker holds no engine qualification: a sampling rejection reads "not judgeable" until
+    the registry (or `certify --qualification`) judges the document again with one.
+    """
     thresholds = bench.spec.plan.thresholds
-    greedy = stages["equivalence"]["greedy"]
-    level_1 = stages["throughput"]["levels"].get("1")
-    level, reasons = judge(
-        exact=min(v["exact_match"] or 0.0 for v in greedy.values()),
-        p_values=[t["p_value"] for t in stages["equivalence"]["sampling"]],
-        speedup_c1=(level_1["speedup"], level_1["speedup_interval"]) if level_1 else None,
-        thresholds=thresholds,
-    )
+    level, reasons, properties = judge_document(bench.stages, method=bench.spec.method, thresholds=thresholds,
+                                                qualification=None)  # fmt: skip
     return {
         "verdict": level,
         "reasons": reasons,
         "thresholds": asdict(thresholds),
         "workloads": _workloads(bench),
         "environment": environment(bench),
+        "properties": properties,
+        "qualification": None,
     }
-
-
-def judge(
-    *, exact: float, p_values: list[float], speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds
-) -> tuple[str, list[str]]:
-    """Return the verdict and its reasons.
-
-    certified: greedy output exact, sampling not rejected, and a measured gain at concurrency 1,
-    which means the speedup's 95 % interval lies above the threshold: a point estimate above it
-    with an interval that reaches it is "no measurable difference", not a gain.
-    failed: greedy output differs. provisional: anything else short of certified.
-    """
-    reasons = []
-    if exact < thresholds.greedy_exact_match:
-        reasons.append(f"greedy exact match {exact:.3f} < {thresholds.greedy_exact_match}")
-    if p_values and min(p_values) < thresholds.sampling_alpha:
-        reasons.append(f"sampling test rejects: p = {min(p_values):.2e} < {thresholds.sampling_alpha}")
-    if speedup_c1 is None:
-        reasons.append("speedup at concurrency 1 was not measured")
-    elif (label := result.speed_label(speedup_c1[1], threshold=thresholds.min_speedup)) != result.FASTER:
-        (low, high), point = speedup_c1[1], speedup_c1[0]
-        reasons.append(
-            f"speed at concurrency 1: {label} (speedup {point:.2f}, 95 % interval [{low:.2f}, {high:.2f}]; "
-            f"a gain needs the whole interval above {thresholds.min_speedup})"
-        )
-    level = "certified" if not reasons else ("failed" if exact < thresholds.greedy_exact_match else "provisional")
-    return level, reasons
 
 
 def environment(bench: Workbench) -> result.Environment:

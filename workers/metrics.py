@@ -78,15 +78,18 @@ def _gamma_q(a: float, x: float) -> float:
     return min(1.0, math.exp(log_prefix) * h)
 
 
-def chi_square_test(samples: Sequence[int], probabilities: dict[int, float], min_expected: float = 5.0) -> ChiSquare:
+def chi_square_test(
+    samples: Sequence[int], probabilities: dict[int, float], min_expected: float = 5.0, max_bins: int | None = None
+) -> ChiSquare:
     """Pearson's test of sampled tokens against an exact distribution.
 
     Tokens whose expected count is under `min_expected` are pooled into one
-    bin, so the chi-square approximation holds.
+    bin, so the chi-square approximation holds; with `max_bins`, so are all
+    but the likeliest max_bins - 1 (fewer degrees of freedom, more power).
     """
     n = len(samples)
     counts = Counter(samples)
-    kept = sorted(t for t, p in probabilities.items() if p * n >= min_expected)
+    kept = own_bins(probabilities, n, max_bins or len(probabilities) + 1, min_expected)
     bins = [(counts[t], probabilities[t] * n) for t in kept]
     rest_expected = n - sum(e for _, e in bins)
     rest_observed = n - sum(o for o, _ in bins)
@@ -145,3 +148,67 @@ def break_even(speedups: dict[int, float]) -> float | None:
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 and statistics.fmean(values) else None
+
+
+def chi_square_critical(dof: int, alpha: float) -> float:
+    """Return c with P(X ≥ c) = alpha for a chi-square variable with `dof` degrees of freedom (by bisection)."""
+    low, high = 0.0, float(dof)
+    while chi_square_sf(high, dof) > alpha:
+        low, high = high, 2 * high + 1
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if chi_square_sf(middle, dof) > alpha else (low, middle)
+    return high
+
+
+def noncentral_chi_square_sf(statistic: float, dof: int, noncentrality: float) -> float:
+    """Return P(X ≥ statistic) for a noncentral chi-square: a Poisson(λ/2) mixture of central ones."""
+    half = noncentrality / 2
+    total, weight, j = 0.0, math.exp(-half), 0
+    while j < half + 40 * math.sqrt(half + 1) + 40:
+        total += weight * chi_square_sf(statistic, dof + 2 * j)
+        j += 1
+        weight *= half / j
+    return min(1.0, total)
+
+
+def power_noncentrality(dof: int, alpha: float, power: float) -> float:
+    """Return the smallest noncentrality at which Pearson's test at level `alpha` rejects with `power`."""
+    critical = chi_square_critical(dof, alpha)
+    low, high = 0.0, 1.0
+    while noncentral_chi_square_sf(critical, dof, high) < power:
+        low, high = high, 2 * high
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if noncentral_chi_square_sf(critical, dof, middle) < power else (low, middle)
+    return high
+
+
+# Pearson's statistic under a true distribution q has noncentrality n·χ²(q‖p), and by Cauchy-Schwarz
+# χ²(q‖p) ≥ (Σ|q - p|)² = 4·TV², so n samples detect every deviation of total variation δ or more
+# (over the test's bins) with the power that noncentrality 4·n·δ² gives.
+def samples_for_tv(tv: float, dof: int, alpha: float, power: float) -> int:
+    """Return the samples Pearson's test needs to detect a total variation ≥ `tv` with `power`."""
+    return math.ceil(power_noncentrality(dof, alpha, power) / (4 * tv * tv))
+
+
+def detectable_tv(samples: int, dof: int, alpha: float, power: float) -> float:
+    """Return the smallest total variation `samples` detect with `power` (the inverse of samples_for_tv)."""
+    return math.sqrt(power_noncentrality(dof, alpha, power) / (4 * samples)) if samples else 1.0
+
+
+def own_bins(probabilities: dict[int, float], samples: int, max_bins: int, min_expected: float = 5.0) -> list[int]:
+    """Return the tokens that get a bin of their own: expected count ≥ min_expected, the likeliest first."""
+    kept = sorted((t for t, p in probabilities.items() if p * samples >= min_expected), key=lambda t: -probabilities[t])
+    return sorted(kept[: max_bins - 1])
+
+
+def total_variation(samples: Sequence[int], probabilities: dict[int, float], tokens: Sequence[int]) -> float:
+    """Return the total variation between the samples' frequencies and `probabilities`, over `tokens` plus the rest."""
+    n = len(samples)
+    if not n:
+        return 0.0
+    counts = Counter(samples)
+    binned = [(counts[t] / n, probabilities.get(t, 0.0)) for t in tokens]
+    rest = (1 - sum(q for q, _ in binned), 1 - sum(p for _, p in binned))
+    return sum(abs(q - p) for q, p in [*binned, rest]) / 2

@@ -14,6 +14,7 @@ from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
 from registry.models import (
     Certificate,
     CertificationRun,
+    EngineQualification,
     HubModel,
     Pair,
     Regression,
@@ -98,6 +99,65 @@ class MeasurementOut(serializers.Serializer[dict[str, Any]]):
     load = serializers.DictField(allow_null=True, help_text="The machine's load around the timed blocks.")
 
 
+class PropertyOut(serializers.Serializer[dict[str, Any]]):
+    outcome = serializers.CharField(help_text="acceptance: measured; greedy: pass/fail; sampling: pass/fail/"
+                                    "not-judgeable/not-run; speed: faster/no measurable difference/slower")  # fmt: skip
+    fault = serializers.CharField(allow_null=True, help_text="pair, engine, or null when it cannot be told")
+    reason = serializers.CharField()
+    evidence = serializers.DictField()
+
+
+class PropertiesOut(serializers.Serializer[dict[str, Any]]):
+    acceptance = PropertyOut()
+    greedy = PropertyOut()
+    sampling = PropertyOut()
+    speed = PropertyOut()
+
+
+class QualificationCitedOut(serializers.Serializer[dict[str, Any]]):
+    digest = serializers.CharField()
+    engine = serializers.CharField()
+    engine_build = serializers.CharField()
+    hardware = serializers.CharField()
+    dtype = serializers.CharField()
+
+
+class VerdictOut(serializers.Serializer[dict[str, Any]]):
+    verdict = serializers.CharField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    properties = PropertiesOut(allow_null=True)
+    qualification = QualificationCitedOut(allow_null=True)
+
+
+class ControlOut(serializers.Serializer[dict[str, Any]]):
+    name = serializers.CharField()
+    method = serializers.CharField(allow_null=True)
+    draft = serializers.CharField(allow_null=True)
+    outcome = serializers.CharField(help_text="pass, fail, or not-supported (the engine refused it)")
+    summary = serializers.CharField()
+
+
+class EngineQualificationOut(serializers.ModelSerializer[EngineQualification]):
+    controls = serializers.SerializerMethodField()
+    record = serializers.SerializerMethodField()
+
+    class Meta:
+        model = EngineQualification
+        fields = ["engine", "engine_build", "hardware", "dtype", "digest", "passed", "failing", "created_at", "controls",
+                  "record"]  # fmt: skip
+
+    @extend_schema_field(ControlOut(many=True))
+    def get_controls(self, row: EngineQualification) -> list[dict[str, Any]]:
+        return [
+            {key: control.get(key) for key in ("name", "method", "draft", "outcome", "summary")}
+            for control in row.document["controls"]
+        ]
+
+    def get_record(self, row: EngineQualification) -> str:
+        """The whole record, with every test's statistic, p-value and power."""
+        return reverse("api-engine", args=[row.digest])
+
+
 class RunOut(serializers.ModelSerializer[CertificationRun]):
     results = WorkloadResultOut(many=True, read_only=True)
     verdict = serializers.SerializerMethodField()
@@ -133,9 +193,14 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     def get_measurement(self, run: CertificationRun) -> result.Measurement | None:
         return self._run_figures["measurement"]
 
+    @extend_schema_field(VerdictOut(allow_null=True))
     def get_verdict(self, run: CertificationRun) -> dict[str, Any] | None:
+        """The label, its reasons, and each property judged with whose fault a failure is."""
         verdict = self._run_figures["verdict"]
-        return {"verdict": verdict["verdict"], "reasons": verdict["reasons"]} if verdict else None
+        if verdict is None:
+            return None
+        cited = ("verdict", "reasons", "properties", "qualification")
+        return {key: verdict.get(key) for key in cited}  # older documents have no properties: null
 
 
 class PairOut(serializers.ModelSerializer[Pair]):

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
-from rest_framework.exceptions import PermissionDenied, Throttled
+from rest_framework.exceptions import NotFound, PermissionDenied, Throttled
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,7 +23,15 @@ from registry.api.renderers import CsvRenderer
 from registry.api.throttles import SubmissionQuota
 from registry.filters import PairFilter
 from registry.models import Certificate, CertificationRun, HubModel, Pair
-from registry.selectors import compatibility_matrix, export_rows, pairs_list, recommendations, webhooks_of
+from registry.selectors import (
+    compatibility_matrix,
+    engine_qualifications,
+    export_rows,
+    pairs_list,
+    qualification_by_digest,
+    recommendations,
+    webhooks_of,
+)
 from registry.services.certificates import verifying_key
 from registry.services.gate import gate_report_cached
 from registry.services.notifications import webhook_endpoint_create, webhook_endpoint_delete
@@ -64,6 +72,25 @@ class RunList(generics.ListAPIView[CertificationRun]):
 class RunDetail(generics.RetrieveAPIView[CertificationRun]):
     serializer_class = s.RunOut
     queryset = CertificationRun.objects.prefetch_related("results")
+
+
+class EngineList(APIView):
+    """Each engine build's newest qualification on each hardware class and dtype: its controls and their outcomes."""
+
+    @extend_schema(responses=s.EngineQualificationOut(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(s.EngineQualificationOut(engine_qualifications(), many=True).data)
+
+
+class EngineDetail(APIView):
+    """One qualification record, whole: every control's tests with their statistics, p-values and power."""
+
+    @extend_schema(responses=dict[str, Any])
+    def get(self, request: Request, digest: str) -> Response:
+        row = qualification_by_digest(digest=digest)
+        if row is None:
+            raise NotFound(f"No engine qualification has digest {digest!r}; /api/v1/engines/ lists them.")
+        return Response(row.document)
 
 
 class RunCancel(APIView):

@@ -65,11 +65,13 @@ def certificate_payload(
         "environment": run.environment,
         "results": result.certified_results(document),
         "reproduce": REPRODUCE,
+        "properties": verdict.get("properties"),
+        "qualification": verdict.get("qualification"),
     }
 
 
 def certificate_issue(*, run: CertificationRun) -> Certificate | None:
-    """Sign and store the certificate of a finished run; None when its document has no verdict."""
+    """Sign and store the certificate of a finished run (again, after it is judged again); None without a verdict."""
     document = run_document(run)
     verdict = result.verdict(document)
     if document is None or verdict is None:
@@ -79,19 +81,24 @@ def certificate_issue(*, run: CertificationRun) -> Certificate | None:
     key = signing_key()
     data = certificates.sign(payload, key)
     signed = certificates.verify(data, key.public_key())  # never store a certificate that would not verify
-    return Certificate.objects.create(
-        pair=run.pair,
+    # A run judged again (its engine build qualified) replaces its certificate with one that cites the qualification.
+    certificate, _ = Certificate.objects.update_or_create(
         run=run,
-        verdict=payload["verdict"],
-        thresholds=payload["thresholds"],
-        digest=signed.digest,
-        key_id=signed.key_id,
-        signature=signed.signature,
-        document=data.decode(),
-        issued_at=issued_at,
-        expires_at=issued_at + timedelta(days=settings.SPECHUB_CERTIFICATE_DAYS),
-        reproduce=REPRODUCE,
+        defaults=dict(
+            pair=run.pair,
+            verdict=payload["verdict"],
+            thresholds=payload["thresholds"],
+            digest=signed.digest,
+            key_id=signed.key_id,
+            signature=signed.signature,
+            document=data.decode(),
+            issued_at=issued_at,
+            expires_at=issued_at + timedelta(days=settings.SPECHUB_CERTIFICATE_DAYS),
+            expired_at=None,
+            reproduce=REPRODUCE,
+        ),
     )
+    return certificate
 
 
 def certificates_expire(*, now: datetime | None = None) -> list[Certificate]:

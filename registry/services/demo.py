@@ -8,13 +8,17 @@ import struct
 import tempfile
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 
+from kernel.builds import installed_engine_build
 from kernel.formats import Report, tokenizer_hash
 from kernel.repos import LocalRepo, gate_check
-from registry.models import CertificationRun, HubModel, Pair, Role
+from registry.models import CertificationRun, EngineQualification, HubModel, Pair, Role
+from registry.selectors import qualification_for
 from registry.services.gate import pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
+from registry.services.qualifications import build_qualify_if_new
 from registry.services.runs import run_create
 from registry.states import RunState
 from zoo import ORG
@@ -110,3 +114,13 @@ def demo_certify(*, pairs: list[Pair], limit: int | None = None) -> list[Certifi
         run.pair.refresh_from_db()
         runs.append(run)
     return runs
+
+
+def demo_qualify() -> EngineQualification | None:
+    """Qualify the engine build installed here on the cpu class, unless it is already; tasks run in-process here."""
+    engine = settings.SPECHUB_DEFAULT_ENGINE
+    build = installed_engine_build(engine)
+    if not build:
+        return None
+    build_qualify_if_new(engine=engine, hardware="cpu", engine_build=build)
+    return qualification_for(engine=engine, engine_build=build, hardware="cpu", dtype=settings.SPECHUB_ENGINE_DTYPE)

@@ -23,6 +23,7 @@ from registry.dispatch import task_send
 from registry.models import CertificationRun, Pair, Priority, RunTrigger, WorkloadResult
 from registry.selectors import run_spec
 from registry.services.publishing import run_publish
+from registry.services.qualifications import document_judge
 from registry.states import ACTIVE_PATH, ACTIVE_STATES, STAGE_STATES, TRANSITIONS, RunState, can_transition
 
 logger = logging.getLogger(__name__)
@@ -208,6 +209,8 @@ def run_finish(*, run_id: int, attempt: int, document: result.ResultDocument) ->
         run.save(update_fields=["stage", "heartbeat_at"])
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
+        if loaded is not None:  # judged with the qualification of the build it ran on
+            loaded = document_judge(run=run, document=loaded)
         _store_results(run, result.workloads(loaded))
         fields = {"environment": result.environment(loaded), "engine_version": result.engine_build(loaded)}
         _move(run, RunState.FINISHED, result=loaded, progress=100, **fields)

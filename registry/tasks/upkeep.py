@@ -13,7 +13,7 @@ from django.conf import settings
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
 from registry.celery import app, hardware_queues
-from registry.services import notifications, publishing, runs, schedules
+from registry.services import notifications, publishing, qualifications, runs, schedules
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +93,7 @@ def report_engine_build(sender: Any, **_: Any) -> None:
             continue
         try:
             schedules.engine_build_report(hardware=queue, engine=engine, version=version, worker=worker)
+            qualifications.build_qualify_if_new(engine=engine, hardware=queue, engine_build=version)
         except Exception:  # a worker that cannot report still certifies; the next start reports again
             logger.exception("could not report %s %s on %s", engine, version, queue)
         else:

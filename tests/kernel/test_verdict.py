@@ -1,0 +1,162 @@
+"""The verdict says only what the data supports, property by property, and names whose fault a failure is."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel import qualification as q
+from kernel import result
+from kernel.spec import Thresholds
+from kernel.verdict import judge_document, rejudge
+
+
+def stages(*, exact: float = 1.0, p_value: float | None = 0.4, speed: tuple[float, list[float]] | None = (1.4, [1.25, 1.55])):
+    """A run's stages with these figures: greedy exact match, the sampling test's p-value, the c=1 speedup."""
+    divergences = [] if exact == 1.0 else [{"prompt": 3, "token": 17}]
+    levels = {"1": {"speedup": speed[0], "speedup_interval": speed[1]}} if speed else {}
+    return {
+        "speculative": {"acceptance": {"mean_acceptance_length": 3.5}},
+        "equivalence": {
+            "greedy": {"code": {"exact_match": exact, "prompts": 4, "divergences": divergences}},
+            "sampling": [] if p_value is None else [{"p_value": p_value}],
+        },
+        "throughput": {"levels": levels},
+    }
+
+
+def record(**outcomes: str) -> q.Record:
+    """A qualification whose controls have these outcomes (by name; unnamed ones pass)."""
+    names = {
+        "verifier-alone": None,
+        "self-draft": "draft_model",
+        "draft_model": "draft_model",
+        "eagle3": "eagle3",
+        "ngram": "ngram",
+    }
+    controls = [
+        {"name": name, "method": method, "draft": None, "outcome": outcomes.get(name, "pass"),
+         "summary": f"{name} summary", "sampling": []}
+        for name, method in names.items()
+    ]  # fmt: skip
+    found = {"kind": q.KIND, "schema_version": q.SCHEMA_VERSION, "engine": "vllm", "engine_build": "0.32.0",
+             "hardware": "cpu", "dtype": "float32", "controls": controls, "digest": ""}  # fmt: skip
+    found["digest"] = q.digest_of(found)
+    return found  # type: ignore[return-value]
+
+
+def judged(qualification: q.Record | None = None, method: str = "draft_model", **figures):
+    return judge_document(stages(**figures), method=method, thresholds=Thresholds(), qualification=qualification)
+
+
+def test_a_point_estimate_above_one_with_an_interval_that_straddles_one_is_not_certified_constructed():
+    # The n-gram pair's demo figures: 1.03 at c=1, interval [0.91, 1.17].
+    level, reasons, properties = judged(speed=(1.03, [0.91, 1.17]))
+    assert level == "provisional"
+    assert reasons == [
+        "speed at concurrency 1: no measurable difference (speedup 1.03, 95 % interval [0.91, 1.17]; "
+        "a gain needs the whole interval above 1.0)"
+    ]
+    assert properties["speed"]["outcome"] == "no measurable difference"
+
+
+def test_a_gain_whose_interval_clears_one_with_equal_outputs_is_certified_constructed():
+    level, reasons, properties = judged()
+    assert (level, reasons) == ("certified", [])
+    assert [properties[name]["outcome"] for name in ("acceptance", "greedy", "sampling", "speed")] == [
+        "measured", "pass", "pass", "faster"
+    ]  # fmt: skip
+
+
+def test_a_measured_loss_is_said_to_be_slower_constructed():
+    level, reasons, _ = judged(speed=(0.8, [0.7, 0.9]))
+    assert level == "provisional" and "slower" in reasons[0]
+
+
+def test_greedy_divergence_fails_the_pair_whatever_the_speed_and_names_where_constructed():
+    level, reasons, properties = judged(exact=0.75, speed=(2.0, [1.9, 2.1]))
+    assert level == "failed"
+    assert properties["greedy"]["fault"] == "pair"
+    assert "code prompt 3 at token 17" in reasons[0]
+
+
+def test_a_sampling_rejection_on_a_build_whose_control_fails_is_the_engines_not_the_drafts_constructed():
+    level, reasons, properties = judged(record(draft_model="fail"), p_value=1e-9)
+    sampling = properties["sampling"]
+    assert (sampling["outcome"], sampling["fault"]) == ("not-judgeable", "engine")
+    assert sampling["evidence"]["control"] == "draft_model"
+    assert sampling["evidence"]["qualification"]["digest"] == record(draft_model="fail")["digest"]
+    assert level == "provisional"
+    assert reasons == ["sampling not judgeable on this engine build (engine control fails: draft_model: draft_model summary)"]
+
+
+def test_a_failing_control_makes_even_a_passing_test_not_judgeable_constructed():
+    _, _, properties = judged(record(eagle3="fail"), method="eagle3", p_value=0.5)
+    assert properties["sampling"]["outcome"] == "not-judgeable"
+
+
+def test_a_failing_verifier_alone_control_makes_every_method_not_judgeable_constructed():
+    _, _, properties = judged(record(**{"verifier-alone": "fail"}), method="ngram", p_value=0.5)
+    assert properties["sampling"]["evidence"]["control"] == "verifier-alone"
+
+
+def test_a_rejection_on_a_build_whose_controls_pass_fails_the_pair_constructed():
+    level, reasons, properties = judged(record(eagle3="fail"), method="draft_model", p_value=1e-9)
+    assert (properties["sampling"]["outcome"], properties["sampling"]["fault"]) == ("fail", "pair")
+    assert level == "failed" and "the pair's fault" in reasons[0]
+
+
+def test_a_rejection_without_a_qualification_is_not_blamed_on_anyone_constructed():
+    level, reasons, properties = judged(None, p_value=1e-9)
+    assert (properties["sampling"]["outcome"], properties["sampling"]["fault"]) == ("not-judgeable", None)
+    assert level == "provisional" and "no qualification" in reasons[0]
+
+
+def test_a_rejection_for_a_method_the_build_has_no_control_for_is_not_blamed_constructed():
+    _, _, properties = judged(record(), method="mtp", p_value=1e-9)
+    assert properties["sampling"]["outcome"] == "not-judgeable"
+    assert "no mtp control" in properties["sampling"]["reason"]
+
+
+def test_a_run_without_a_sampling_test_says_so_constructed():
+    _, _, properties = judged(p_value=None)
+    assert properties["sampling"]["outcome"] == "not-run"
+
+
+def test_rejudging_with_a_qualification_changes_only_the_verdict_constructed():
+    thresholds = {"greedy_exact_match": 1.0, "sampling_alpha": 0.001, "min_speedup": 1.0}
+    verdict = {"verdict": "provisional", "reasons": [], "thresholds": thresholds, "workloads": {}, "environment": {}}
+    document = {"spec": {"method": "draft_model"}, "stages": {**stages(p_value=1e-9), "verdict": verdict}}
+    judged_again = rejudge(document, record())  # every control passes: the rejection is the pair's
+    assert judged_again["stages"]["verdict"]["verdict"] == "failed"
+    assert judged_again["stages"]["verdict"]["qualification"]["digest"] == record()["digest"]
+    assert judged_again["stages"]["equivalence"] == document["stages"]["equivalence"]
+    assert result.properties(judged_again)["sampling"]["fault"] == "pair"
+
+
+@pytest.mark.parametrize(
+    ("interval", "label"),
+    [
+        ([1.01, 1.2], "faster"),
+        ([0.8, 0.99], "slower"),
+        ([0.95, 1.05], "no measurable difference"),
+        ([1.0, 1.3], "no measurable difference"),
+        ([], "not measured"),
+    ],
+)
+def test_each_interval_gets_the_label_it_supports(interval, label):
+    assert result.speed_label(interval) == label
+
+
+def test_break_even_is_bounded_by_the_levels_measurably_faster_and_slower_constructed():
+    levels = {
+        str(c): {"speedup": s, "speedup_interval": iv}
+        for c, s, iv in ((1, 1.5, [1.3, 1.7]), (2, 1.2, [1.05, 1.3]), (4, 1.0, [0.9, 1.1]), (8, 0.8, [0.7, 0.9]))
+    }
+    document = result.load({"schema_version": 2, "stages": {"throughput": {"levels": levels}}})
+    assert result.break_even_bounds(document) == (2, 8)
+    assert [row["supports"] for row in result.speed_by_level(document)] == [
+        "faster",
+        "faster",
+        "no measurable difference",
+        "slower",
+    ]
