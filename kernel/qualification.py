@@ -77,6 +77,7 @@ class Control(TypedDict):
     sampling: list[Mode]
     greedy: NotRequired[Greedy]
     error: NotRequired[str]  # the engine's own message, for a control it could not run
+    seconds: NotRequired[float]  # engine start included
 
 
 class Record(TypedDict):

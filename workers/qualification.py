@@ -110,7 +110,10 @@ def qualify(settings: Settings, report: Report | None = None) -> q.Record:
     controls = []
     for spec in CONTROLS:
         if spec.name in settings.controls:
-            controls.append(run_control(settings, spec, plans))
+            began = time.perf_counter()
+            control = run_control(settings, spec, plans)
+            control["seconds"] = round(time.perf_counter() - began, 1)
+            controls.append(control)
             if report:
                 report(controls[-1])
     versions = installed_versions()

@@ -2,49 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from kernel import qualification as q
 from kernel import result
 from kernel.spec import Thresholds
 from kernel.verdict import judge_document, rejudge
+from tests.support.qualification import record, stages
 
 
-def stages(*, exact: float = 1.0, p_value: float | None = 0.4, speed: tuple[float, list[float]] | None = (1.4, [1.25, 1.55])):
-    """A run's stages with these figures: greedy exact match, the sampling test's p-value, the c=1 speedup."""
-    divergences = [] if exact == 1.0 else [{"prompt": 3, "token": 17}]
-    levels = {"1": {"speedup": speed[0], "speedup_interval": speed[1]}} if speed else {}
-    return {
-        "speculative": {"acceptance": {"mean_acceptance_length": 3.5}},
-        "equivalence": {
-            "greedy": {"code": {"exact_match": exact, "prompts": 4, "divergences": divergences}},
-            "sampling": [] if p_value is None else [{"p_value": p_value}],
-        },
-        "throughput": {"levels": levels},
-    }
-
-
-def record(**outcomes: str) -> q.Record:
-    """A qualification whose controls have these outcomes (by name; unnamed ones pass)."""
-    names = {
-        "verifier-alone": None,
-        "self-draft": "draft_model",
-        "draft_model": "draft_model",
-        "eagle3": "eagle3",
-        "ngram": "ngram",
-    }
-    controls = [
-        {"name": name, "method": method, "draft": None, "outcome": outcomes.get(name, "pass"),
-         "summary": f"{name} summary", "sampling": []}
-        for name, method in names.items()
-    ]  # fmt: skip
-    found = {"kind": q.KIND, "schema_version": q.SCHEMA_VERSION, "engine": "vllm", "engine_build": "0.32.0",
-             "hardware": "cpu", "dtype": "float32", "controls": controls, "digest": ""}  # fmt: skip
-    found["digest"] = q.digest_of(found)
-    return found  # type: ignore[return-value]
-
-
-def judged(qualification: q.Record | None = None, method: str = "draft_model", **figures):
+def judged(qualification=None, method: str = "draft_model", **figures):
     return judge_document(stages(**figures), method=method, thresholds=Thresholds(), qualification=qualification)
 
 
@@ -125,12 +93,12 @@ def test_a_run_without_a_sampling_test_says_so_constructed():
 def test_rejudging_with_a_qualification_changes_only_the_verdict_constructed():
     thresholds = {"greedy_exact_match": 1.0, "sampling_alpha": 0.001, "min_speedup": 1.0}
     verdict = {"verdict": "provisional", "reasons": [], "thresholds": thresholds, "workloads": {}, "environment": {}}
-    document = {"spec": {"method": "draft_model"}, "stages": {**stages(p_value=1e-9), "verdict": verdict}}
-    judged_again = rejudge(document, record())  # every control passes: the rejection is the pair's
+    document: Any = {"spec": {"method": "draft_model"}, "stages": {**stages(p_value=1e-9), "verdict": verdict}}
+    judged_again: Any = rejudge(document, record())  # every control passes: the rejection is the pair's
     assert judged_again["stages"]["verdict"]["verdict"] == "failed"
     assert judged_again["stages"]["verdict"]["qualification"]["digest"] == record()["digest"]
     assert judged_again["stages"]["equivalence"] == document["stages"]["equivalence"]
-    assert result.properties(judged_again)["sampling"]["fault"] == "pair"
+    assert judged_again["stages"]["verdict"]["properties"]["sampling"]["fault"] == "pair"
 
 
 @pytest.mark.parametrize(

