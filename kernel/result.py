@@ -14,7 +14,8 @@ Version history:
   and the served counters checked against the offline ones. Version 2's offline figures
   are read as mode "offline", with the percentiles it had. Later, still version 3 because
   readers need not change: the verdict may carry `properties` (each property judged and
-  attributed) and `qualification` (the engine qualification it cites).
+  attributed) and `qualification` (the engine qualification it cites), and a `smoke` stage
+  may hold the serving-feature grid.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ SCHEMA_VERSION = 3
 READABLE_VERSIONS = frozenset({1, 2, 3})
 LATENCIES = ("ttft", "tpot", "itl", "e2e")  # time to first token, per output token, between tokens, end to end
 PERCENTILES = (50, 90, 95, 99)
-STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict")
+STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "smoke", "verdict")
 
 
 class Counts(TypedDict):
@@ -137,6 +138,21 @@ class Throughput(TypedDict):
     counters: ServedCounters | None
 
 
+class SmokeFeature(TypedDict):
+    """One serving feature with speculation: equal, differs, runs, fails or not-supported (workers/smoke.py)."""
+
+    feature: str
+    outcome: str
+    detail: str
+    divergence: NotRequired[dict[str, int]]  # the first diverging request and token
+    error: NotRequired[str]  # the engine's own message
+
+
+class Smoke(TypedDict):
+    features: list[SmokeFeature]
+    seconds: float
+
+
 class Equivalence(TypedDict):
     greedy: dict[str, Greedy]
     reference: dict[str, Greedy] | None
@@ -233,6 +249,7 @@ class Stages(TypedDict, total=False):
     speculative: SpeculativeStage
     equivalence: Equivalence
     throughput: Throughput
+    smoke: Smoke  # since the smoke tier; absent from older documents
     verdict: Verdict
 
 
@@ -473,6 +490,12 @@ def verdict(document: ResultDocument | None) -> Verdict | None:
     """Return the verdict stage, or None when the run did not reach a verdict."""
     part = stage(document, "verdict")
     return cast(Verdict, part) if "verdict" in part else None
+
+
+def smoke(document: ResultDocument | None) -> Smoke | None:
+    """Return the serving-feature grid; None for documents measured before the smoke tier."""
+    found = stage(document, "smoke")
+    return cast(Smoke, found) if found else None
 
 
 def properties(document: ResultDocument | None) -> Properties | None:

@@ -103,6 +103,7 @@ class RunFigures(TypedDict):
     latency: list[result.LatencyRow]
     verdict: result.Verdict | None
     properties: list[PropertyRow]
+    smoke: result.Smoke | None
 
 
 def run_figures(run: CertificationRun) -> RunFigures:
@@ -114,6 +115,7 @@ def run_figures(run: CertificationRun) -> RunFigures:
         "latency": result.latency_rows(document),
         "verdict": result.verdict(document),
         "properties": property_rows(document),
+        "smoke": result.smoke(document),
     }
 
 
@@ -245,6 +247,7 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "run": run,
         "verdict": result.verdict(document) or {},
         "properties": property_rows(document),
+        "smoke": result.smoke(document),
         "acceptance": result.acceptance(document) or {},
         "levels": levels,
         "speedups": [speedups[str(level)] for level in levels],

@@ -49,6 +49,7 @@ STAGE_STATES: dict[str, RunState] = {
     "speculative": RunState.MEASURING,
     "equivalence": RunState.MEASURING,
     "throughput": RunState.MEASURING,
+    "smoke": RunState.MEASURING,
     "verdict": RunState.MEASURING,
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -78,6 +79,8 @@ def qualify_settings(args: argparse.Namespace) -> Settings:
 
 
 def run_qualify(args: argparse.Namespace) -> int:
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # one line per control, not vLLM's every step
+
     def line(control: Control) -> None:
         print(f"{control['name']:<15} {control['outcome']:<14} {control['summary']}", flush=True)
 

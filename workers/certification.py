@@ -27,6 +27,7 @@ from kernel.repos import LocalRepo, gate_check
 from kernel.spec import RunSpec
 from kernel.verdict import judge_document
 from workers import baselines, metrics, serving
+from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
 from workers.workloads import Suite, load_suite
@@ -65,6 +66,9 @@ class Workbench:
     categories: list[str] = field(default_factory=list)
     baseline: Measured | None = None
     speculative: Measured | None = None
+    # The smoke tier's request features, run on the throughput stage's servers, and how long they took.
+    smoke_requests: list[result.SmokeFeature] = field(default_factory=list)
+    smoke_request_seconds: float = 0.0
     # The stage results so far (the director's document["stages"]), for the stages that summarise.
     stages: result.Stages = field(default_factory=lambda: result.Stages())
 
@@ -298,6 +302,9 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         report(40)
         with serving.LoadMeter() as load:
             levels, per_category, rate_point = _timed(bench, running, model, report)
+        began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
+        bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
+        bench.smoke_request_seconds = time.perf_counter() - began
     al = metrics.acceptance(_total(measured(bench)[1]))["mean_acceptance_length"]
     speedups = {int(level): float(figures["speedup"]) for level, figures in levels.items()}
     return {
@@ -389,6 +396,14 @@ def _total(engine: Measured) -> SpecCounters:
     for category in engine["counters"]:
         total = total + counters_of(engine, category)
     return total
+
+
+def smoke(bench: Workbench, report: Tick) -> result.Smoke:
+    """The serving-feature smoke tier: the request features the throughput stage ran, then the engine features."""
+    engine = load_engine(bench.spec.engine)()
+    configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
+    grid = smoke_tier.tier(engine, configs, configs["baseline"].verifier, bench.prompts, bench.smoke_requests)
+    return {**grid, "seconds": round(grid["seconds"] + bench.smoke_request_seconds, 1)}
 
 
 def verdict(bench: Workbench, report: Tick) -> result.Verdict:

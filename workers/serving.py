@@ -213,6 +213,15 @@ def served_counters(server: Server) -> SpecCounters:
     return SpecCounters(per_position=positions, **found)
 
 
+def served_total(server: Server, family: str) -> float:
+    """Return a counter family's total on the server's /metrics (summed over its labels)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return sum(s.value for f in text_string_to_metric_families(text) if f.name == family for s in f.samples
+               if s.name.endswith("_total"))  # fmt: skip
+
+
 def complete(server: Server, model: str, prompts: list[list[int]], max_tokens: int) -> None:
     """One greedy completions request carrying `prompts` together, as the offline engine takes a batch."""
     body = {"model": model, "prompt": prompts, "max_tokens": max_tokens, "temperature": 0}

@@ -37,11 +37,11 @@ class MeasuringStage:
 
 
 def default_stages() -> list[Stage]:
-    """Return fetch → gate → baseline → speculative → equivalence → throughput → verdict."""
+    """Return fetch → gate → baseline → speculative → equivalence → throughput → smoke → verdict."""
     from workers import certification as c
 
     shared = _Shared()
     steps: list[Callable[[Workbench, Callable[[int], None]], Mapping[str, Any]]] = [
-        c.fetch, c.gate, c.baseline, c.speculative, c.equivalence, c.throughput, c.verdict,
+        c.fetch, c.gate, c.baseline, c.speculative, c.equivalence, c.throughput, c.smoke, c.verdict,
     ]  # fmt: skip
     return [MeasuringStage(step.__name__, step, shared) for step in steps]

@@ -99,6 +99,19 @@ class MeasurementOut(serializers.Serializer[dict[str, Any]]):
     load = serializers.DictField(allow_null=True, help_text="The machine's load around the timed blocks.")
 
 
+class SmokeFeatureOut(serializers.Serializer[dict[str, Any]]):
+    feature = serializers.CharField()
+    outcome = serializers.CharField(help_text="equal, differs, runs (sampled, not compared), fails, or not-supported")
+    detail = serializers.CharField()
+    divergence = serializers.DictField(required=False, help_text="the first diverging request and token")
+    error = serializers.CharField(required=False, help_text="the engine's own message")
+
+
+class SmokeOut(serializers.Serializer[dict[str, Any]]):
+    features = SmokeFeatureOut(many=True)
+    seconds = serializers.FloatField()
+
+
 class PropertyOut(serializers.Serializer[dict[str, Any]]):
     outcome = serializers.CharField(help_text="acceptance: measured; greedy: pass/fail; sampling: pass/fail/"
                                     "not-judgeable/not-run; speed: faster/no measurable difference/slower")  # fmt: skip
@@ -164,6 +177,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     speed = serializers.SerializerMethodField()
     latency = serializers.SerializerMethodField()
     measurement = serializers.SerializerMethodField()
+    smoke = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
@@ -171,7 +185,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "id", "pair", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state", "stage",
             "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
-            "verdict", "speed", "latency", "measurement", "results",
+            "verdict", "speed", "latency", "measurement", "smoke", "results",
         ]  # fmt: skip
 
     def to_representation(self, instance: CertificationRun) -> dict[str, Any]:
@@ -188,6 +202,11 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     def get_latency(self, run: CertificationRun) -> list[result.LatencyRow]:
         """TTFT, TPOT, ITL and E2E percentiles per level and at the Poisson point, baseline beside speculative."""
         return self._run_figures["latency"]
+
+    @extend_schema_field(SmokeOut(allow_null=True))
+    def get_smoke(self, run: CertificationRun) -> result.Smoke | None:
+        """The serving-feature grid: each feature with speculation against the verifier alone with it."""
+        return self._run_figures["smoke"]
 
     @extend_schema_field(MeasurementOut(allow_null=True))
     def get_measurement(self, run: CertificationRun) -> result.Measurement | None:

@@ -237,3 +237,28 @@ def test_the_queue_updates_itself_only_while_runs_are_going(certified_pair):
     RunFactory.create(pair=pair, state=RunState.MEASURING)
     page = Client().get("/runs/").content.decode()
     assert 'data-going="true"' in page and "Pause live updates" in page and "queue.js" in page
+
+
+def test_the_pair_page_run_page_and_run_api_show_the_serving_feature_grid(serving_pair):
+    pair, run = serving_pair
+    features = [
+        {"feature": "structured output (JSON schema)", "outcome": "equal", "detail": "2 requests, greedy output equal"},
+        {"feature": "chunked prefill", "outcome": "differs", "detail": "1 of 9 requests differ; the first at request 6, token 3",
+         "divergence": {"request": 6, "token": 3}},
+        {"feature": "fp8 KV cache", "outcome": "not-supported", "detail": "not supported on this build",
+         "error": "ValueError: fp8 is not supported"},
+    ]  # fmt: skip
+    run.result = {**run.result, "stages": {**run.result["stages"], "smoke": {"features": features, "seconds": 41.4}}}
+    run.save(update_fields=["result"])
+    for page in (Client().get(f"/pairs/{pair.pk}/").content.decode(), Client().get(f"/runs/{run.pk}/").content.decode()):
+        assert "Serving features" in page and "41 s for the whole grid" in page
+        assert re.findall(r'class="verdict verdict-(\w+)">(equal|differs|not-supported)<', page) == [
+            ("certified", "equal"), ("failed", "differs"), ("expired", "not-supported")
+        ]  # fmt: skip
+        assert "ValueError: fp8 is not supported" in page
+    assert Client().get(f"/api/v1/runs/{run.pk}/").json()["smoke"]["features"][1]["divergence"] == {"request": 6, "token": 3}
+
+
+def test_a_pair_measured_before_the_smoke_tier_says_so(certified_pair):
+    pair, _ = certified_pair
+    assert "measured before the smoke tier" in Client().get(f"/pairs/{pair.pk}/").content.decode()

@@ -44,7 +44,7 @@ def assert_complete(run: CertificationRun) -> None:
     schema = json.loads((ROOT / "kernel" / "result.schema.json").read_text())
     jsonschema.validate(run.result, schema)
     stages = run.result["stages"]
-    assert set(stages) == {"fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "verdict"}
+    assert set(stages) == {"fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "smoke", "verdict"}
     results = {r.category: r for r in run.results.all()}
     assert set(results) == set(WorkloadCategory.values)
     for result in results.values():
@@ -70,5 +70,11 @@ def assert_complete(run: CertificationRun) -> None:
     assert throughput["theoretical_bound"] == stages["speculative"]["acceptance"]["mean_acceptance_length"]
     assert [t["p_value"] for t in stages["equivalence"]["sampling"]]
     assert stages["verdict"]["verdict"] in ("certified", "provisional", "failed")
+    properties = stages["verdict"]["properties"]
+    assert (properties["acceptance"]["outcome"], properties["greedy"]["outcome"]) == ("measured", "pass")
+    # The distilled draft serves every feature of the grid, with greedy output equal to the verifier's with it.
+    grid = {f["feature"]: f["outcome"] for f in stages["smoke"]["features"]}
+    assert len(grid) == 8 and set(grid.values()) <= {"equal", "runs"}, stages["smoke"]
+    assert "prompt tokens read from the pair's prefix cache" in stages["smoke"]["features"][0]["detail"]
     assert run.environment["versions"]["torch"] and run.environment["workloads"]["sha256"]
     assert run.environment["speculative_config"]["method"] == "draft_model"

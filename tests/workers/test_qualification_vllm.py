@@ -58,6 +58,8 @@ def test_each_passing_control_reached_its_stated_power(qualified):
 
 def test_the_command_prints_one_line_per_control_and_a_summary(qualified):
     done, record = qualified
-    lines = done.stdout.strip().splitlines()
-    assert [line.split()[0] for line in lines[:6]] == [c["name"] for c in record["controls"]]
-    assert lines[-1].startswith(f"vllm {PINNED} on cpu (float32): fails self-draft, draft_model, eagle3, eagle3-reduced")
+    names = [c["name"] for c in record["controls"]]
+    # vLLM's own warnings share stdout; the command's lines are the ones that start with a control's name.
+    lines = [line for line in done.stdout.splitlines() if line.split()[:1] and line.split()[0] in names]
+    assert [line.split()[0] for line in lines] == names
+    assert f"vllm {PINNED} on cpu (float32): fails self-draft, draft_model, eagle3, eagle3-reduced" in done.stdout

@@ -57,6 +57,7 @@ class EngineConfig:
     enforce_eager: bool = True
     kv_cache_gib: int = 1
     extra: dict[str, object] = field(default_factory=dict)
+    server_flags: tuple[str, ...] = ()  # more flags for its server (the smoke tier's engine features)
 
     @property
     def conditions(self) -> Conditions:

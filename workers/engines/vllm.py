@@ -88,7 +88,7 @@ class VllmEngine(Engine):
         server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
         if _on_gpu():  # two servers share one card while they are measured; a deployment has it to itself
             flags += ["--gpu-memory-utilization", "0.45"]
-        return [*server, "--model", model, *flags, "--host", "127.0.0.1", "--port", str(port)]
+        return [*server, "--model", model, *flags, *config.server_flags, "--host", "127.0.0.1", "--port", str(port)]
 
     def server_environment(self, config: EngineConfig) -> dict[str, str]:
         # Loaded from local folders: nothing to fetch. The KV cache is sized as the offline engine's.

@@ -1,0 +1,215 @@
+"""The serving-feature smoke tier: does the pair serve, and serve the same greedy output, with the
+features users combine with speculation?
+
+Each feature is compared with the verifier alone *with the same feature*, so a feature that
+changes output by itself (an fp8 KV cache does) is not blamed on the pair. Outcomes:
+- equal: it runs, and greedy output equals the verifier alone's;
+- differs: it runs, and output differs (where it first diverges);
+- runs: it runs, and there is nothing greedy to compare (n > 1 samples);
+- fails: the pair fails with it, while the verifier alone does not (the engine's own message);
+- not-supported: the verifier alone fails with it too: this build does not serve the feature here.
+
+Request features run on the servers the throughput stage already started (the published
+command). Engine features need other flags: one pair of servers starts with all of them,
+and only when that pair fails or differs does each feature get a pair of its own, to say which.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+import httpx
+
+from kernel import result
+from kernel.errors import InfraError
+from workers import metrics, serving
+from workers.engines.base import Engine, EngineConfig
+
+ENGINE_FEATURES: dict[str, tuple[str, ...]] = {
+    "prefix caching off": ("--no-enable-prefix-caching",),
+    # A prefill budget far below the long prompt's length: it is prefilled in chunks.
+    "chunked prefill": ("--enable-chunked-prefill", "--max-num-batched-tokens", "64"),
+    "fp8 KV cache": ("--kv-cache-dtype", "fp8"),
+}
+JSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+               "required": ["name", "age"]}  # fmt: skip
+OUTPUT_TOKENS = 24
+CACHE_HITS = "vllm:prefix_cache_hits"
+Feature = result.SmokeFeature
+Sides = Mapping[str, serving.Server]
+
+
+class Refused(Exception):
+    """A server answered a request with an error; `message` is the engine's own."""
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(message)
+        self.server, self.message = server, message
+
+
+def generate(server: serving.Server, model: str, prompts: Sequence[list[int]], max_tokens: int, **extra: Any) -> list[list[int]]:
+    """One completions request per prompt, all at once; the generated token ids of every choice, in order."""
+
+    def one(prompt: list[int]) -> list[list[int]]:
+        body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "return_token_ids": True,
+                **extra}  # fmt: skip
+        answer = httpx.post(f"{server.url}/v1/completions", json=body, timeout=300)
+        if answer.status_code != 200:
+            raise Refused(server.name, _message(answer))
+        return [list(c.get("token_ids") or []) for c in sorted(answer.json()["choices"], key=lambda c: c["index"])]
+
+    with ThreadPoolExecutor(max(1, len(prompts))) as pool:
+        return [ids for choices in pool.map(one, prompts) for ids in choices]
+
+
+def _message(answer: httpx.Response) -> str:
+    try:
+        return str(answer.json().get("error", {}).get("message") or answer.text)[:500]
+    except ValueError:
+        return answer.text[:500]
+
+
+def compared(feature: str, base: list[list[int]], spec: list[list[int]]) -> Feature:
+    """Compare the pair's greedy outputs with the verifier alone's, request by request."""
+    diverging = [
+        (i, at) for i, (a, b) in enumerate(zip(base, spec, strict=True)) if (at := metrics.first_divergence(a, b)) is not None
+    ]
+    if not diverging:
+        return {"feature": feature, "outcome": "equal",
+                "detail": f"{len(base)} requests, greedy output equal to the verifier alone's with it"}  # fmt: skip
+    request, token = diverging[0]
+    detail = f"{len(diverging)} of {len(base)} requests differ; the first at request {request}, token {token}"
+    return {"feature": feature, "outcome": "differs", "divergence": {"request": request, "token": token}, "detail": detail}
+
+
+def request_feature(feature: str, sides: Sides, call: Callable[[serving.Server], list[list[int]]]) -> Feature:
+    """Run one request feature on both servers: refused by the verifier alone is not supported; by the pair, fails."""
+    try:
+        base = call(sides["baseline"])
+    except Refused as refused:
+        return {"feature": feature, "outcome": "not-supported", "error": refused.message,
+                "detail": "not supported on this build: the verifier alone refuses it too"}  # fmt: skip
+    try:
+        spec = call(sides["speculative"])
+    except Refused as refused:
+        return {"feature": feature, "outcome": "fails", "error": refused.message,
+                "detail": "the verifier alone serves it; with speculation the engine refuses it"}  # fmt: skip
+    return compared(feature, base, spec)
+
+
+def request_features(sides: Sides, model: str, prompts: Sequence[list[int]], max_model_len: int) -> list[Feature]:
+    """The features a request asks for, on the published servers (prefix caching and chunked prefill on, by default)."""
+    shared = _long(prompts, 200)
+    repeated = [[*shared, *p] for p in prompts[:4]]
+    mixed = [_long(prompts, n) for n in (8, 40, 90, 160, 240, 320, 400, 460)]
+    near_max = _long(prompts, max_model_len - OUTPUT_TOKENS - 8)
+
+    def cached(server: serving.Server) -> list[list[int]]:
+        generate(server, model, repeated, OUTPUT_TOKENS)  # the first pass fills the cache the second one reads
+        return generate(server, model, repeated, OUTPUT_TOKENS)
+
+    hits = serving.served_total(sides["speculative"], CACHE_HITS)
+    features = [
+        _cache_read(request_feature("prefix caching on", sides, cached), sides["speculative"], hits),
+        request_feature("structured output (JSON schema)", sides,
+                        lambda s: generate(s, model, prompts[:2], 48, structured_outputs={"json": JSON_SCHEMA})),
+        request_feature("prompt near the maximum length", sides, lambda s: generate(s, model, [near_max], OUTPUT_TOKENS)),
+        request_feature("mixed prompt lengths, concurrent", sides, lambda s: generate(s, model, mixed, OUTPUT_TOKENS)),
+        samples_feature(sides, model, prompts[0]),
+    ]  # fmt: skip
+    return features
+
+
+def _cache_read(feature: Feature, server: serving.Server, before: float) -> Feature:
+    """Say how many prompt tokens the pair's server read from its prefix cache meanwhile; none means caching was off."""
+    hits = int(serving.served_total(server, CACHE_HITS) - before)
+    if feature["outcome"] in ("equal", "differs") and not hits:
+        return {**feature, "outcome": "not-supported", "detail": "the published servers cache no prefix on this build"}
+    return {**feature, "detail": f"{feature['detail']}; {hits} prompt tokens read from the pair's prefix cache"}
+
+
+def samples_feature(sides: Sides, model: str, prompt: list[int]) -> Feature:
+    """n > 1 samples in one request: sampled, so it is checked to run and deliver, not compared."""
+    n = 4
+
+    def sampled(server: serving.Server) -> list[list[int]]:
+        return generate(server, model, [prompt], 16, n=n, temperature=1.0, ignore_eos=True)
+
+    checked = request_feature(f"n = {n} samples in one request", sides, sampled)
+    if checked["outcome"] in ("equal", "differs"):
+        return {"feature": checked["feature"], "outcome": "runs",
+                "detail": f"{n} samples of 16 tokens each from both; sampled, so not compared token by token"}  # fmt: skip
+    return checked
+
+
+def _long(prompts: Sequence[list[int]], length: int) -> list[int]:
+    """A prompt of exactly `length` tokens, made of the suite's prompts one after another."""
+    tokens: list[int] = []
+    while len(tokens) < length:
+        for prompt in prompts:
+            tokens += prompt
+    return tokens[:length]
+
+
+def engine_features(
+    engine: Engine, configs: Mapping[str, EngineConfig], model: str, prompts: Sequence[list[int]], features: Sequence[str]
+) -> list[Feature]:
+    """Serve the pair with these features' flags; on a failure or a difference, give each feature a pair of its own."""
+    flags = tuple(flag for feature in features for flag in ENGINE_FEATURES[feature])
+    outcome = _served_with(engine, configs, flags, model, prompts, ", ".join(features))
+    if outcome["outcome"] == "equal" or len(features) == 1:
+        return [{**outcome, "feature": feature} for feature in features]
+    return [f for feature in features for f in engine_features(engine, configs, model, prompts, [feature])]
+
+
+def _served_with(
+    engine: Engine,
+    configs: Mapping[str, EngineConfig],
+    flags: tuple[str, ...],
+    model: str,
+    prompts: Sequence[list[int]],
+    name: str,
+) -> Feature:
+    with_flags = {side: replace(config, server_flags=flags) for side, config in configs.items()}
+    long_prompt = _long(prompts, next(iter(configs.values())).max_model_len - OUTPUT_TOKENS - 8)
+    requests = [*prompts[:6], long_prompt, *prompts[:2]]  # the last two again: a cache would serve them
+    try:
+        with serving.servers(engine, with_flags) as sides:
+            return request_feature(name, sides, lambda s: generate(s, model, requests, OUTPUT_TOKENS))
+    except InfraError as failed:
+        if failed.code != "serve:start-failed":
+            raise
+        return _start_failure(engine, with_flags["baseline"], name, failed.message)
+
+
+def _start_failure(engine: Engine, baseline: EngineConfig, name: str, message: str) -> Feature:
+    """A pair that would not start: not supported when the verifier alone will not start with the flags either."""
+    try:
+        with serving.servers(engine, {"baseline": baseline}):
+            pass
+    except InfraError as alone:
+        return {"feature": name, "outcome": "not-supported", "error": engine_error(alone.message),
+                "detail": "not supported on this build: the verifier alone will not start with it either"}  # fmt: skip
+    return {"feature": name, "outcome": "fails", "error": engine_error(message),
+            "detail": "the verifier alone starts with it; with speculation the server does not"}  # fmt: skip
+
+
+def engine_error(log_tail: str) -> str:
+    """Return the engine's own error line from a server's log tail (the last line naming an error)."""
+    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+    errors = [line for line in lines if re.search(r"Error|error:|Exception", line)]
+    return (errors or lines or ["the server exited without a message"])[-1][:500]
+
+
+def tier(
+    engine: Engine, configs: Mapping[str, EngineConfig], model: str, prompts: Sequence[list[int]], requested: list[Feature]
+) -> result.Smoke:
+    """The whole grid: the request features already run, then the engine features; with the time it took."""
+    started = time.perf_counter()
+    found = engine_features(engine, configs, model, prompts, list(ENGINE_FEATURES))
+    return {"features": [*requested, *found], "seconds": round(time.perf_counter() - started, 1)}
