@@ -4,6 +4,7 @@ S1  the same pair (draft_model) certified 3 times: each run's speedup at c=1 wit
     whether each interval holds the other runs' estimates, and the half-width
     (targets: the intervals agree; half-width <= 5 % at c=1 on a quiet machine)
 S2  the full certification's wall time, each run (target <= 150 s); the first has a cold baseline cache
+S6  the serving-feature smoke tier's share of it, each run (target < 60 s per pair)
 P3  the harness's overhead against a bare vLLM script making the same offline generate calls (target <= 5 %)
 P5  peak RSS of the first certification, process tree included: the offline engine, then two servers
     side by side (issue 12 dropped the one-engine 4 GiB rule; shown, not judged)
@@ -157,6 +158,12 @@ def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[floa
         started = f", servers up in {servers['start_seconds']:.1f} s" if servers else ""
         print(f"S2 run {number} wall time {seconds:.1f} s (baseline outputs cached: {hit}{started}) (target <= 150 s): "
               f"{'OK' if seconds <= 150 else 'OVER TARGET'}")  # fmt: skip
+    for number, (_, document) in enumerate(done, start=1):
+        grid = result.smoke(document)
+        if grid is not None:
+            outcomes = ", ".join(f"{f['feature']}: {f['outcome']}" for f in grid["features"])
+            print(f"S6 run {number} smoke tier {grid['seconds']:.1f} s (target < 60 s): "
+                  f"{'OK' if grid['seconds'] < 60 else 'OVER TARGET'} ({outcomes})")  # fmt: skip
     if overhead:
         harness, bare = overhead
         extra = harness / bare - 1

@@ -36,7 +36,10 @@ def judge_document(
         "acceptance": acceptance(stages.get("speculative", {}).get("acceptance")),
         "greedy": greedy(equivalence.get("greedy") or {}, thresholds),
         "sampling": sampling(equivalence.get("sampling") or [], method, thresholds, qualification),
-        "speed": speed((level_1["speedup"], level_1["speedup_interval"]) if level_1 else None, thresholds),
+        # Documents older than intervals (version 1) have a speedup without one: not a measured gain.
+        "speed": speed(
+            (level_1["speedup"], level_1["speedup_interval"]) if level_1 and level_1.get("speedup_interval") else None, thresholds
+        ),
     }
     return label(properties), [p["reason"] for p in each(properties) if p["outcome"] not in GOOD], properties
 
@@ -68,7 +71,7 @@ def acceptance(measured: Mapping[str, Any] | None) -> result.PropertyVerdict:
 def greedy(per_category: Mapping[str, Mapping[str, Any]], thresholds: Thresholds) -> result.PropertyVerdict:
     if not per_category:
         return _verdict("not-run", "greedy equivalence was not measured")
-    exact = min(v["exact_match"] or 0.0 for v in per_category.values())
+    exact = min(v.get("exact_match") or 0.0 for v in per_category.values())
     divergences = [{"category": c, **d} for c, v in per_category.items() for d in v.get("divergences", [])]
     if exact < thresholds.greedy_exact_match:
         first = ", ".join(f"{d['category']} prompt {d['prompt']} at token {d['token']}" for d in divergences[:3])
@@ -83,7 +86,7 @@ def sampling(
 ) -> result.PropertyVerdict:
     if not tests:
         return _verdict("not-run", "the sampling test was not run")
-    p_value = min(t["p_value"] for t in tests)
+    p_value = min(t.get("p_value", 1.0) for t in tests)
     cited = {"p_value": p_value, "qualification": q.reference(qualification) if qualification else None}
     failing = q.failing_controls(qualification, method) if qualification else []
     if failing:
@@ -104,7 +107,7 @@ def sampling(
 
 def speed(speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds) -> result.PropertyVerdict:
     if speedup_c1 is None:
-        return _verdict("not-run", "speedup at concurrency 1 was not measured")
+        return _verdict("not-run", "speedup at concurrency 1 was not measured with an interval")
     point, (low, high) = speedup_c1[0], speedup_c1[1]
     outcome = result.speed_label([low, high], threshold=thresholds.min_speedup)
     reason = (f"speed at concurrency 1: {outcome} (speedup {point:.2f}, 95 % interval [{low:.2f}, {high:.2f}]; "

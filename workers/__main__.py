@@ -20,9 +20,11 @@ from kernel import certificates, result
 from kernel.director import Director
 from kernel.errors import RunError, UserError
 from kernel.hub import HubClient
-from kernel.qualification import Control
+from kernel.qualification import Control, Record
+from kernel.qualification import load as load_qualification
 from kernel.repos import HubRepo, gate_check
 from kernel.spec import ModelRef, Plan, RunSpec
+from kernel.verdict import rejudge
 from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.stages import default_stages
@@ -44,6 +46,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     certify.add_argument("--concurrency", default="1,2,4,8,16", help="Comma-separated concurrency levels.")
     certify.add_argument("--repeats", type=int, default=5, help="Paired A B B A blocks per level (default 5).")
     certify.add_argument("--output-tokens", type=int, default=128, help="Tokens per timed request (default 128).")
+    certify.add_argument("--qualification", type=Path,
+                         help="An engine qualification record (from `qualify`) to judge the sampling result with.")  # fmt: skip
     certify.add_argument("--out", type=Path, required=True, help="Where to write the result JSON.")
     reproduce = commands.add_parser("reproduce", help="Re-run a certification from its certificate and compare the figures.")
     reproduce.add_argument("certificate", type=Path, help="The certificate file (verify it with manage.py verify_certificate).")
@@ -131,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         payload = _certificate(args.certificate) if args.command == "reproduce" else None
         spec = spec_from_certificate(payload) if payload else spec_from(args)
         document = Director(default_stages()).run(spec, progress)
+        if getattr(args, "qualification", None):
+            document = rejudge(document, _qualification(args.qualification))
     except RunError as error:
         sys.stderr.write(f"\n{args.command} failed ({error.code}, {error.fault} fault): {error.message}\n")
         return 1 if error.fault == "user" else 2
@@ -140,6 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     judged = f"{verdict['verdict']}: {'; '.join(verdict['reasons']) or 'every threshold met'}" if verdict else "no verdict"
     print(f"{judged} -> {args.out}")
     return _report(compare(payload["results"], document, rtol=args.rtol, speedup_rtol=args.speedup_rtol)) if payload else 0
+
+
+def _qualification(path: Path) -> Record:
+    try:
+        return load_qualification(json.loads(path.read_text()))
+    except (OSError, ValueError) as exc:  # UnreadableQualification is a ValueError
+        raise UserError("run:invalid-spec", f"{path} is not a qualification record SpecHub reads ({exc}).") from None
 
 
 def _certificate(path: Path) -> certificates.Payload:

@@ -17,12 +17,14 @@ from django.utils import timezone
 
 from registry.models import CertificationRun, Pair
 from registry.services.demo import demo_catalog_load
+from registry.services.qualifications import qualification_record
 from registry.services.runs import run_claim, run_create, run_finish
 from registry.states import RunState
 from tests.registry.test_catalog_filters import finish
 from tests.registry.test_pair_and_run_pages import serving_document as pair_page_document
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT
+from tests.support.qualification import record
 from tests.support.runs import result_document as minimal_document
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -84,6 +86,7 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         p.draft.repo_id.split("/")[1] if p.draft else p.method: p for p in demo_catalog_load(zoo_dir=ROOT / "zoo" / "models")
     }
     measured = pairs.pop("eagle3-head")
+    qualification_record(document=record(draft_model="fail", eagle3="fail", **{"self-draft": "fail"}))
     finish(pairs["llama-draft-1l"], "certified", 1.31, 4.6)
     finish(pairs["ngram"], "failed", 0.9, 1.8)
     finished = run_finish_measured(measured)
@@ -102,6 +105,7 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         "finished-run": f"/runs/{finished.pk}/",
         "runs": "/runs/",
         "matrix": "/matrix/",
+        "engines": "/engines/",
         "submit": "/submit/",
     }
 
@@ -115,7 +119,13 @@ def run_finish_measured(pair: Pair) -> CertificationRun:
     document["stages"].update(measured_stages())
     document["schema_version"] = 3  # the stages are a serving-mode (version 3) run's
     document["stages"]["verdict"].update(verdict="certified", reasons=[])
-    document["environment"].update(dtype="float32", threads=8)
+    document["environment"].update(dtype="float32", threads=8, engine_build="0.32.0")  # judged with its qualification
+    document["stages"]["smoke"] = {"seconds": 41.4, "features": [
+        {"feature": "prefix caching on", "outcome": "equal", "detail": "4 requests, greedy output equal"},
+        {"feature": "n = 4 samples in one request", "outcome": "runs", "detail": "sampled, so not compared token by token"},
+        {"feature": "fp8 KV cache", "outcome": "not-supported", "detail": "not supported on this build: the verifier alone "
+         "will not start with it either", "error": "ValueError: fp8 KV cache is not supported on this platform"},
+    ]}  # fmt: skip
     document["workloads"] = {category: workload(*figures) for category, figures in WORKLOADS.items()}
     finished = run_finish(run_id=run.pk, attempt=spec.attempt, document=document)
     CertificationRun.objects.filter(pk=finished.pk).update(finished_at=timezone.now())
