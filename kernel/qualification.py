@@ -24,9 +24,11 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 SCHEMA_VERSION = 1
 KIND = "spechub.engine-qualification"
 
-Outcome = Literal["pass", "fail", "not-supported"]
+# inconclusive: nothing rejected, but a test drew too few samples to reach the power it states.
+Outcome = Literal["pass", "fail", "inconclusive", "not-supported"]
 PASS: Outcome = "pass"  # noqa: S105  # an outcome, not a password
 FAIL: Outcome = "fail"
+INCONCLUSIVE: Outcome = "inconclusive"
 NOT_SUPPORTED: Outcome = "not-supported"
 
 
@@ -129,7 +131,8 @@ def failing_controls(record: Record, method: str) -> list[Control]:
 
 
 def has_method_control(record: Record, method: str) -> bool:
-    return any(c["method"] == method for c in relevant_controls(record, method))
+    """Whether a control of `method` passed on this build, which is what lets a pair's rejection be its own."""
+    return any(c["method"] == method and c["outcome"] == PASS for c in relevant_controls(record, method))
 
 
 def reference(record: Record) -> dict[str, str]:

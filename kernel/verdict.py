@@ -100,7 +100,7 @@ def sampling(
         return _verdict("not-judgeable", f"{rejects}, but this engine build has no qualification to tell an "
                         "engine defect from the pair's", None, **cited)  # fmt: skip
     if not q.has_method_control(qualification, method):
-        return _verdict("not-judgeable", f"{rejects}, but this engine build has no {method} control to tell an "
+        return _verdict("not-judgeable", f"{rejects}, but this engine build has no passing {method} control to tell an "
                         "engine defect from the pair's", None, **cited)  # fmt: skip
     return _verdict("fail", f"{rejects} while the build's {method} controls pass (the pair's fault)", PAIR, **cited)
 

@@ -91,10 +91,12 @@ def run_qualify(args: argparse.Namespace) -> int:
     record = qualify(qualify_settings(args), line)
     args.out.write_text(json.dumps(record, indent=2))
     failed = [c["name"] for c in record["controls"] if c["outcome"] == "fail"]
+    unsure = [c["name"] for c in record["controls"] if c["outcome"] == "inconclusive"]
+    said = [f"fails {', '.join(failed)}"] * bool(failed) + [f"{', '.join(unsure)} inconclusive"] * bool(unsure)
     print(f"{record['engine']} {record['engine_build']} on {record['hardware']} ({record['dtype']}): "
-          f"{'fails ' + ', '.join(failed) if failed else 'every supported control passes'}; "
+          f"{'; '.join(said) or 'every supported control passes'}; "
           f"{record['seconds']:.0f} s; digest {record['digest'][:12]} -> {args.out}")  # fmt: skip
-    return CONTROL_FAILS if failed else 0
+    return CONTROL_FAILS if failed or unsure else 0
 
 
 def spec_from(args: argparse.Namespace) -> RunSpec:

@@ -30,11 +30,12 @@ def qualification_record(*, document: Mapping[str, Any]) -> EngineQualification:
     except q.UnreadableQualification as exc:
         raise QualificationRefused(f"Refused qualification: {exc}.") from None
     failing = [c["name"] for c in record["controls"] if c["outcome"] == q.FAIL]
+    passed = all(c["outcome"] in (q.PASS, q.NOT_SUPPORTED) for c in record["controls"])
     with transaction.atomic():
         row, created = EngineQualification.objects.get_or_create(
             digest=record["digest"],
             defaults={"engine": record["engine"], "engine_build": record["engine_build"], "hardware": record["hardware"],
-                      "dtype": record["dtype"], "passed": not failing, "failing": failing, "document": record},
+                      "dtype": record["dtype"], "passed": passed, "failing": failing, "document": record},
         )  # fmt: skip
         if created:
             runs_rejudge(record=record)

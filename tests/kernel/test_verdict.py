@@ -82,7 +82,7 @@ def test_a_rejection_without_a_qualification_is_not_blamed_on_anyone_constructed
 def test_a_rejection_for_a_method_the_build_has_no_control_for_is_not_blamed_constructed():
     _, _, properties = judged(record(), method="mtp", p_value=1e-9)
     assert properties["sampling"]["outcome"] == "not-judgeable"
-    assert "no mtp control" in properties["sampling"]["reason"]
+    assert "no passing mtp control" in properties["sampling"]["reason"]
 
 
 def test_a_run_without_a_sampling_test_says_so_constructed():
@@ -128,3 +128,8 @@ def test_break_even_is_bounded_by_the_levels_measurably_faster_and_slower_constr
         "no measurable difference",
         "slower",
     ]
+
+
+def test_an_inconclusive_method_control_does_not_let_a_rejection_be_blamed_on_the_pair_constructed():
+    _, _, properties = judged(record(draft_model="inconclusive", **{"self-draft": "inconclusive"}), p_value=1e-9)
+    assert (properties["sampling"]["outcome"], properties["sampling"]["fault"]) == ("not-judgeable", None)
