@@ -131,6 +131,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The events deliveries carry, described as OpenAPI 3.1 webhooks (registry/api/webhooks.py).
+    "OAS_VERSION": "3.1.0",
+    "WEBHOOKS": ["registry.api.webhooks.CERTIFIED", "registry.api.webhooks.REGRESSED", "registry.api.webhooks.EXPIRED"],
     "ENUM_NAME_OVERRIDES": {
         "PairMethodEnum": "registry.models.Method",
         "VllmMethodEnum": "kernel.formats.vllm_support.METHOD_CHOICES",

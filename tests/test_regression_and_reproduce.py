@@ -12,6 +12,7 @@ import time
 import pytest
 from django.db import transaction
 from safetensors.torch import load_file, save_file
+from standardwebhooks.webhooks import Webhook
 
 from kernel import certificates
 from registry import webhooks
@@ -125,5 +126,7 @@ def test_a_worse_draft_revision_is_flagged_with_exactly_one_signed_webhook(owner
     (hook,) = receiver.received
     assert hook.headers["X-SpecHub-Event"] == "pair.regressed"
     assert webhooks.signature_valid(endpoint.secret, hook.headers["X-SpecHub-Signature"], hook.body, now=int(time.time()))
+    # The delivery a real worker sent verifies with the Standard Webhooks library, as a receiver would check it.
+    assert Webhook(endpoint.secret).verify(hook.body, hook.headers)["event"] == "pair.regressed"
     assert json.loads(hook.body)["data"]["regressions"]["mean_acceptance_length"]["current"] == regression.current
     assert Submission.objects.filter(submitted_by=owner).count() == 2

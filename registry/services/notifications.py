@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import secrets
 import smtplib
 import time
 from collections.abc import Mapping
@@ -122,13 +121,15 @@ def _claim(rows: QuerySet[Row], pk: int, now: datetime) -> Row | None:
 
 
 def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
-    body = delivery.body.encode()
+    body, now, secret = delivery.body.encode(), int(time.time()), delivery.endpoint.secret
     headers = {
         "Content-Type": "application/json",
         "User-Agent": "SpecHub-Webhooks/1",
         webhooks.EVENT_HEADER: delivery.event,
         webhooks.DELIVERY_HEADER: str(delivery.pk),
-        webhooks.SIGNATURE_HEADER: webhooks.signature(delivery.endpoint.secret, int(time.time()), body),
+        webhooks.SIGNATURE_HEADER: webhooks.signature(secret, now, body),
+        # The same id on every retry of this delivery, so a receiver can drop the repeats.
+        **webhooks.standard_headers(secret, f"msg_{delivery.pk}", now, body),
     }
     try:
         status = outbound.post(
@@ -182,7 +183,7 @@ def webhook_endpoint_create(*, owner: Any, url: str, events: list[str]) -> Webho
     if WebhookEndpoint.objects.filter(owner=owner).count() >= settings.SPECHUB_WEBHOOKS_PER_USER:
         limit = settings.SPECHUB_WEBHOOKS_PER_USER
         raise ValidationError(f"You have {limit} webhook endpoints, the most allowed; delete one first.", code="webhook-limit")
-    return WebhookEndpoint.objects.create(owner=owner, url=url, events=events, secret=secrets.token_hex(32))
+    return WebhookEndpoint.objects.create(owner=owner, url=url, events=events, secret=webhooks.new_secret())
 
 
 def webhook_endpoint_delete(*, endpoint: WebhookEndpoint) -> None:

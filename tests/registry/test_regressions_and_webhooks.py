@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import base64
 import json
 import time
 from datetime import timedelta
+from typing import Any
 
+import jsonschema
 import pytest
 from django.core import mail
 from django.utils import timezone
+from rest_framework.test import APIClient
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from registry import webhooks
 from registry.models import DeliveryState, Regression, Submission, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -71,8 +76,16 @@ def test_a_worse_draft_revision_is_flagged_and_its_owner_gets_one_signed_webhook
     hook = regressed[0]
     assert webhooks.signature_valid(endpoint.secret, hook.headers["X-SpecHub-Signature"], hook.body, now=int(time.time()))
     assert not webhooks.signature_valid("another secret", hook.headers["X-SpecHub-Signature"], hook.body, now=int(time.time()))
+    # Standard Webhooks: the receiver's own library checks the delivery with the endpoint's secret, and nothing else passes.
+    assert endpoint.secret.startswith("whsec_")
+    assert Webhook(endpoint.secret).verify(hook.body, hook.headers)["data"]["run"] == run.pk
+    with pytest.raises(WebhookVerificationError):
+        Webhook(webhooks.new_secret()).verify(hook.body, hook.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(endpoint.secret).verify(hook.body.replace(b"regressed", b"certified"), hook.headers)
     body = json.loads(hook.body)
     assert body["pair"] == worse.pk and body["data"]["run"] == run.pk
+    assert_documented(body)
     assert body["data"]["regressions"]["mean_acceptance_length"]["previous"] == 3.0
     assert [m.to for m in mail.outbox if "regressed" in m.subject.lower()] == [["author@example.org"]]
 
@@ -164,7 +177,8 @@ def test_the_webhook_api_registers_an_endpoint_and_shows_its_secret_once(db, own
     created = client.post(
         "/api/v1/webhooks/", {"url": "https://example.org/hook", "events": ["pair.regressed"]}, content_type="application/json"
     )
-    assert created.status_code == 201 and len(created.json()["secret"]) == 64
+    # A Standard Webhooks secret: whsec_ and 32 random bytes, in base64.
+    assert created.status_code == 201 and len(base64.b64decode(created.json()["secret"].removeprefix("whsec_"))) == 32
     listed = client.get("/api/v1/webhooks/").json()
     assert [hook["url"] for hook in listed] == ["https://example.org/hook"] and "secret" not in listed[0]
     refused = client.post(
@@ -203,3 +217,16 @@ def test_staff_cannot_edit_signed_or_measured_fields_in_the_admin(db, client, dj
     assert 'name="speedup"' not in pair_form and 'name="verdict"' not in pair_form and 'name="method"' in pair_form
     form = client.get(f"/admin/registry/certificate/{certificate.pk}/change/").content.decode()
     assert 'name="document"' not in form and 'name="verdict"' not in form and certificate.digest in form
+
+
+def assert_documented(body: dict[str, Any]) -> None:
+    """The delivery's body is what the OpenAPI schema's `webhooks` section says that event carries."""
+    schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    request = schema["webhooks"][body["event"]]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    jsonschema.validate(body, {**request, "components": schema["components"]})
+
+
+def test_a_standard_webhooks_library_verifies_what_an_endpoint_made_before_them_is_sent_constructed():
+    legacy = "ab" * 32  # the hex secrets endpoints had before
+    headers = webhooks.standard_headers(legacy, "msg_7", int(time.time()), b'{"event":"pair.certified"}')
+    assert Webhook(webhooks.standard_secret(legacy)).verify(b'{"event":"pair.certified"}', headers) == {"event": "pair.certified"}

@@ -1,0 +1,71 @@
+"""The webhook events' payloads, for the OpenAPI schema's `webhooks` section (SPECTACULAR_SETTINGS["WEBHOOKS"]).
+
+Deliveries are POSTs of these bodies, signed the Standard Webhooks way (registry/webhooks.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, OpenApiWebhook, extend_schema
+from rest_framework import serializers
+
+SIGNED = (
+    "Signed the Standard Webhooks way: verify the `webhook-id`, `webhook-timestamp` and `webhook-signature` "
+    "headers with your endpoint's `whsec_` secret and any Standard Webhooks library, for example "
+    "`standardwebhooks.webhooks.Webhook(secret).verify(body, headers)`. `webhook-id` is the same on every "
+    "retry of a delivery. Answer 2xx; anything else is retried with backoff."
+)
+
+
+class CertifiedData(serializers.Serializer[dict[str, Any]]):
+    run = serializers.IntegerField()
+    certificate_digest = serializers.CharField(help_text="sha256 of the signed certificate's payload")
+    mean_acceptance_length = serializers.FloatField(allow_null=True)
+    speedup = serializers.FloatField(allow_null=True, help_text="at concurrency 1")
+
+
+class Change(serializers.Serializer[dict[str, Any]]):
+    previous = serializers.FloatField()
+    current = serializers.FloatField()
+    change = serializers.FloatField(help_text="relative: (current - previous) / previous")
+
+
+class RegressedData(serializers.Serializer[dict[str, Any]]):
+    run = serializers.IntegerField()
+    previous_run = serializers.IntegerField()
+    regressions = serializers.DictField(child=Change(), help_text="by metric: mean_acceptance_length, speedup")
+
+
+class ExpiredData(serializers.Serializer[dict[str, Any]]):
+    certificate_digest = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+
+def _event(
+    name: str, data: type[serializers.Serializer[dict[str, Any]]], about: str
+) -> type[serializers.Serializer[dict[str, Any]]]:
+    fields = {
+        "event": serializers.ChoiceField(choices=[name]),
+        "subject": serializers.CharField(help_text=f"{about}; one delivery per event and subject"),
+        "pair": serializers.IntegerField(),
+        "url": serializers.URLField(help_text="the pair's page"),
+        "data": data(),
+    }
+    return type(f"{data.__name__.removesuffix('Data')}Event", (serializers.Serializer,), fields)
+
+
+def _webhook(name: str, summary: str, body: type[serializers.Serializer[dict[str, Any]]]) -> OpenApiWebhook:
+    return OpenApiWebhook(
+        name=name,
+        decorator=extend_schema(summary=summary, description=SIGNED, request=body,
+                                responses={200: OpenApiResponse(description="received")}),
+    )  # fmt: skip
+
+
+CERTIFIED = _webhook("pair.certified", "A run of one of your pairs finished certified",
+                     _event("pair.certified", CertifiedData, "run-<id>"))  # fmt: skip
+REGRESSED = _webhook("pair.regressed", "A new revision of your draft measured worse than the one before",
+                     _event("pair.regressed", RegressedData, "run-<id>"))  # fmt: skip
+EXPIRED = _webhook("certificate.expired", "A certificate of one of your pairs expired",
+                   _event("certificate.expired", ExpiredData, "certificate-<id>"))  # fmt: skip
