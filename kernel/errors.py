@@ -75,8 +75,20 @@ ERRORS: dict[str, ErrorText] = {
     ),
     "hub:gated": ErrorText(
         Fault.USER,
-        "The repository is gated or private, and SpecHub has no access to it.",
-        "Make the repository public, or grant SpecHub's Hub account access, then submit again.",
+        "The repository is gated, and SpecHub's Hub account has not been granted access to it.",
+        "Accept the repository's conditions for SpecHub's Hub account (or make the repository public), then submit again.",
+    ),
+    "hub:gated-no-token": ErrorText(
+        Fault.INFRA,
+        "The repository is gated, and this SpecHub deployment has no Hub token to read gated repositories with.",
+        "An operator must set HF_TOKEN (or SPECHUB_HUB_READ_TOKEN) to a read token of an account granted access.",
+        retryable=False,
+    ),
+    "hub:token-rejected": ErrorText(
+        Fault.INFRA,
+        "The Hub rejected this SpecHub deployment's Hub token.",
+        "An operator must replace HF_TOKEN (or SPECHUB_HUB_READ_TOKEN) with a valid read token.",
+        retryable=False,
     ),
     "hub:unsafe-filename": ErrorText(
         Fault.USER,

@@ -89,6 +89,14 @@ def configure_timeout(seconds: float) -> None:
     set_client_factory(factory)
 
 
+def read_token() -> str | bool:
+    """Return the Hub read token from the environment (SPECHUB_HUB_READ_TOKEN, else HF_TOKEN); False for none.
+
+    False, not None: huggingface_hub would otherwise look for a token of its own (a login on the machine).
+    """
+    return os.environ.get("SPECHUB_HUB_READ_TOKEN") or os.environ.get("HF_TOKEN") or False
+
+
 class HubClient:
     """Reads repos from one Hub endpoint (huggingface.co or any Hub-protocol mirror)."""
 
@@ -108,11 +116,15 @@ class HubClient:
         self.retries, self.backoff = retries, backoff
         self.api = HfApi(endpoint=endpoint, token=token)
 
+    def __repr__(self) -> str:  # never the token
+        return f"HubClient(endpoint={self.endpoint!r}, authenticated={bool(self.token)})"
+
     @classmethod
     def from_environment(cls) -> HubClient:
-        """Return a client from the process environment (HF_ENDPOINT, SPECHUB_HUB_CACHE), for workers without Django."""
+        """Return a client from the process environment (HF_ENDPOINT, SPECHUB_HUB_CACHE, the read token), for workers
+        without Django."""
         cache = os.environ.get("SPECHUB_HUB_CACHE")
-        return cls(endpoint=os.environ.get("HF_ENDPOINT"), cache_dir=Path(cache) if cache else None)
+        return cls(endpoint=os.environ.get("HF_ENDPOINT"), cache_dir=Path(cache) if cache else None, token=read_token())
 
     def resolve(self, repo_id: str, revision: str) -> str:
         """Return the commit sha that `revision` (branch, tag or sha) names in repo_id."""
@@ -159,7 +171,7 @@ class HubClient:
                 create_pr=True,
             )
         except Exception as exc:
-            raise classify(exc, repo_id, "main") from exc
+            raise classify(exc, repo_id, "main", authenticated=bool(self.token)) from exc
         return str(commit.pr_url or commit.commit_url)
 
     def tensors(self, meta: RepoMetadata, names: Iterable[str] = MAPPING_TENSORS) -> dict[str, TensorData]:
@@ -247,7 +259,7 @@ class HubClient:
             try:
                 return action()
             except Exception as exc:
-                error = classify(exc, repo_id, revision)
+                error = classify(exc, repo_id, revision, authenticated=bool(self.token))
                 if not (error.retryable and attempt < self.retries):
                     raise error from exc
             time.sleep(self.backoff * 2 ** (attempt - 1))
@@ -263,14 +275,18 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def classify(exc: BaseException, repo_id: str, revision: str) -> RunError:
-    """Return the SpecHub error for a huggingface_hub failure."""
+def classify(exc: BaseException, repo_id: str, revision: str, *, authenticated: bool = False) -> RunError:
+    """Return the SpecHub error for a huggingface_hub failure; `authenticated` says whether a token was sent.
+
+    A gated repository is the submitter's to open to SpecHub's account, unless this deployment
+    has no token at all; a token the Hub rejects is the operator's. No message carries the token.
+    """
     where = f"{repo_id}@{revision}"
     for cause in _chain(exc):
         if isinstance(cause, RunError):
             return cause
         if isinstance(cause, GatedRepoError):
-            return UserError("hub:gated", f"{where}.")
+            return UserError("hub:gated", f"{where}.") if authenticated else InfraError("hub:gated-no-token", f"{where}.")
         if isinstance(cause, RevisionNotFoundError):
             return UserError("hub:revision-not-found", f"{where}.")
         if isinstance(cause, RepositoryNotFoundError):
@@ -283,6 +299,8 @@ def classify(exc: BaseException, repo_id: str, revision: str) -> RunError:
         if isinstance(cause, httpx2.TransportError | ConnectionError):
             return InfraError("hub:unreachable", f"{where}: {cause}.")
         if isinstance(cause, HfHubHTTPError) and cause.response is not None:
+            if authenticated and cause.response.status_code in (401, 403):
+                return InfraError("hub:token-rejected", f"{where}: HTTP {cause.response.status_code}.")
             return _http_error(cause.response.status_code, where)
     return InfraError("hub:unreachable", f"{where}: {type(exc).__name__}: {exc}.")
 

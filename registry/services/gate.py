@@ -15,14 +15,15 @@ from registry.models import Pair
 
 
 def hub_client(*, token: str | bool = False) -> HubClient:
-    """Return a Hub client for the configured endpoint (HF_ENDPOINT; huggingface.co by default).
+    """Return a Hub client for the configured endpoint (HF_ENDPOINT; huggingface.co by default), reading with
+    SPECHUB_HUB_READ_TOKEN (or HF_TOKEN) unless given another token (the Hub PR's write token).
 
     The registry's one factory; workers without Django use HubClient.from_environment.
     """
     return HubClient(
         endpoint=settings.SPECHUB_HUB_ENDPOINT,
         cache_dir=settings.SPECHUB_HUB_CACHE,
-        token=token,
+        token=token or settings.SPECHUB_HUB_READ_TOKEN or False,
         timeout=settings.SPECHUB_HUB_TIMEOUT,
     )
 

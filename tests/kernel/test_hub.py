@@ -140,7 +140,7 @@ def _constructed(error_class, status: int):
 @pytest.mark.parametrize(
     ("error_class", "status", "code", "retryable"),
     [
-        ("GatedRepoError", 403, "hub:gated", False),
+        ("GatedRepoError", 403, "hub:gated-no-token", False),
         ("RevisionNotFoundError", 404, "hub:revision-not-found", False),
         ("HfHubHTTPError", 503, "hub:server-error", True),
         ("HfHubHTTPError", 429, "hub:server-error", True),
@@ -158,3 +158,20 @@ def test_classify_maps_constructed_client_errors(error_class, status, code, retr
     error = classify(_constructed(getattr(errors, error_class), status), "org/name", "main")
     assert (error.code, error.retryable) == (code, retryable)
     assert "org/name@main" in error.message
+
+
+@pytest.mark.parametrize(
+    ("error_class", "status", "code"),
+    [
+        ("GatedRepoError", 403, "hub:gated"),
+        ("HfHubHTTPError", 401, "hub:token-rejected"),
+        ("HfHubHTTPError", 403, "hub:token-rejected"),
+    ],
+)
+def test_with_a_token_sent_a_gated_repo_is_the_submitters_and_a_refusal_the_tokens_constructed(error_class, status, code):
+    from huggingface_hub import errors
+
+    from kernel.hub import classify
+
+    error = classify(_constructed(getattr(errors, error_class), status), "org/name", "main", authenticated=True)
+    assert (error.code, error.retryable) == (code, False)
