@@ -28,7 +28,7 @@ test-fast:
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy registry workers kernel zoo tests bench
+	$(VENV)/bin/mypy registry workers kernel zoo tests bench spechub
 
 check-migrations:
 	$(PY) manage.py makemigrations --check --dry-run

@@ -1,13 +1,21 @@
-"""Signed certificates: canonical JSON, Ed25519 signatures, and strict offline verification.
+"""Signed certificates: a DSSE envelope (the in-toto attestation format) around canonical JSON, Ed25519,
+and strict offline verification.
 
-Pure apart from reading the key: no database, so `manage.py verify_certificate`
-and anyone holding the public key can check a certificate offline.
+Pure apart from reading the key: no database and no Django, so `spechub verify`,
+`manage.py verify_certificate` and anyone holding the public key can check a certificate offline.
 
-A certificate file is the canonical JSON of `{"certificate": <payload>, "signature": {...}}`
-(sorted keys, no whitespace, UTF-8) followed by one newline. Verification insists the file
-*is* that canonical form, not merely parses to it, and that the signature is lowercase hex:
-otherwise a changed space, an escaped letter or an uppercase hex digit would leave the signed
-bytes intact, and "any changed byte fails" would not hold.
+A certificate file is a DSSE envelope, canonical JSON followed by one newline:
+`{"payload": base64(<payload bytes>), "payloadType": PAYLOAD_TYPE, "signatures": [{"keyid", "sig"}]}`.
+The signature is Ed25519 over DSSE's pre-authentication encoding of the payload type and the
+payload bytes, which travel as they are: any DSSE implementation verifies them without
+rebuilding them from JSON. The payload bytes are the payload's canonical JSON (sorted keys,
+no whitespace, UTF-8), so its digest is the same as before.
+
+Verification here is stricter than DSSE asks: the file must *be* the canonical envelope and
+the base64 canonical, so that any changed byte fails, even one a lenient parser would ignore.
+
+Certificates issued before DSSE (`{"certificate": <payload>, "signature": {...}}`, signed over
+the canonical payload, hex signature) still verify.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
@@ -28,7 +37,10 @@ from kernel.result import CertifiedResults, Environment, Properties
 from kernel.spec import InputFields
 
 FORMAT = "spechub-certificate/1"
+PAYLOAD_TYPE = "application/vnd.spechub.certificate+json"
 ALGORITHM = "ed25519"
+_DSSE_KEYS = {"payload", "payloadType", "signatures"}
+_DSSE_SIGNATURE_KEYS = {"keyid", "sig"}
 _HEX_SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
 _ENVELOPE_KEYS = {"certificate", "signature"}
 _SIGNATURE_KEYS = {"algorithm", "key_id", "value"}
@@ -76,14 +88,42 @@ def key_id(public_key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+def pae(payload_type: str, body: bytes) -> bytes:
+    """DSSE's pre-authentication encoding: what the signature covers."""
+    kind = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(body), body)
+
+
 def sign(payload: Payload, private_key: Ed25519PrivateKey) -> bytes:
-    """Return the certificate file's bytes: the payload with its signature, canonical, newline-terminated."""
+    """Return the certificate file's bytes: a DSSE envelope around the canonical payload, newline-terminated."""
+    body = canonical(payload)
+    signature = {"keyid": key_id(private_key.public_key()), "sig": _b64(private_key.sign(pae(PAYLOAD_TYPE, body)))}
+    return canonical({"payload": _b64(body), "payloadType": PAYLOAD_TYPE, "signatures": [signature]}) + b"\n"
+
+
+def sign_legacy(payload: Payload, private_key: Ed25519PrivateKey) -> bytes:
+    """Return a certificate in the format before DSSE (kept so that tests can show old files still verify)."""
     signature = {
         "algorithm": ALGORITHM,
         "key_id": key_id(private_key.public_key()),
         "value": private_key.sign(canonical(payload)).hex(),
     }
     return canonical({"certificate": payload, "signature": signature}) + b"\n"
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _unb64(text: object, what: str) -> bytes:
+    """Decode canonical base64 only: padding and unused bits exactly as encoding gives them."""
+    try:
+        raw = base64.b64decode(str(text), validate=True)
+    except ValueError:
+        raise CertificateInvalid(f"Malformed certificate: {what} is not base64.") from None
+    if _b64(raw) != text:
+        raise CertificateInvalid(f"Malformed certificate: {what} is not in canonical base64.")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -96,13 +136,67 @@ class Verified:
 
 def verify(data: bytes, public_key: Ed25519PublicKey) -> Verified:
     """Return the payload of a certificate file signed by `public_key`, or raise CertificateInvalid."""
-    envelope = _parse(data)
-    signature = envelope["signature"]
-    if signature["key_id"] != key_id(public_key):
+    envelope = _json_object(data)
+    return _verify_dsse(data, envelope, public_key) if "payloadType" in envelope else _verify_legacy(data, public_key)
+
+
+def payload_of(data: bytes) -> Payload:
+    """Return a certificate file's payload without checking its signature (for reading, never for trusting)."""
+    envelope = _json_object(data)
+    if "payloadType" not in envelope:
+        return cast(Payload, envelope.get("certificate"))
+    return cast(Payload, _json_object(_unb64(envelope.get("payload"), "the payload")))
+
+
+def _json_object(data: bytes) -> dict[str, Any]:
+    try:
+        found = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CertificateInvalid(f"Not a certificate: the file is not UTF-8 JSON ({exc}).") from None
+    if not isinstance(found, dict):
+        raise CertificateInvalid("Not a certificate: expected a JSON object.")
+    return found
+
+
+def _verify_dsse(data: bytes, envelope: dict[str, Any], public_key: Ed25519PublicKey) -> Verified:
+    signatures = envelope.get("signatures")
+    if set(envelope) != _DSSE_KEYS or envelope["payloadType"] != PAYLOAD_TYPE:
+        raise CertificateInvalid(f"Not a SpecHub certificate: expected a DSSE envelope of type {PAYLOAD_TYPE!r}.")
+    if (
+        not isinstance(signatures, list)
+        or len(signatures) != 1
+        or not isinstance(signatures[0], dict)
+        or set(signatures[0]) != _DSSE_SIGNATURE_KEYS
+    ):
+        raise CertificateInvalid("Malformed certificate: expected one signature with keyid and sig.")
+    if canonical(envelope) + b"\n" != data:
         raise CertificateInvalid(
-            f"Signed by key {signature['key_id']!r}, not by {key_id(public_key)!r}; verify with the key that issued it "
+            "The file is not in canonical form (it was reformatted or edited): verify the file exactly as issued."
+        )
+    body, (signature,) = _unb64(envelope["payload"], "the payload"), signatures
+    _check_key(signature["keyid"], public_key)
+    try:
+        public_key.verify(_unb64(signature["sig"], "the signature"), pae(PAYLOAD_TYPE, body))
+    except InvalidSignature:
+        raise CertificateInvalid("The signature does not match the content: the certificate was changed after signing.") from None
+    payload = cast(Payload, _json_object(body))
+    if payload.get("format") != FORMAT:
+        raise CertificateInvalid(f"Unknown certificate format {payload.get('format')!r}; this verifier reads {FORMAT!r}.")
+    return Verified(payload, signature["keyid"], signature["sig"], hashlib.sha256(body).hexdigest())
+
+
+def _check_key(found: object, public_key: Ed25519PublicKey) -> None:
+    if found != key_id(public_key):
+        raise CertificateInvalid(
+            f"Signed by key {found!r}, not by {key_id(public_key)!r}; verify with the key that issued it "
             "(GET /api/v1/certificates/public-key/)."
         )
+
+
+def _verify_legacy(data: bytes, public_key: Ed25519PublicKey) -> Verified:
+    envelope = _parse(data)
+    signature = envelope["signature"]
+    _check_key(signature["key_id"], public_key)
     try:
         public_key.verify(bytes.fromhex(signature["value"]), canonical(envelope["certificate"]))
     except InvalidSignature:
@@ -112,11 +206,8 @@ def verify(data: bytes, public_key: Ed25519PublicKey) -> Verified:
 
 
 def _parse(data: bytes) -> dict[str, Any]:
-    try:
-        envelope = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CertificateInvalid(f"Not a certificate: the file is not UTF-8 JSON ({exc}).") from None
-    if not isinstance(envelope, dict) or set(envelope) != _ENVELOPE_KEYS:
+    envelope = _json_object(data)
+    if set(envelope) != _ENVELOPE_KEYS:
         raise CertificateInvalid("Not a certificate: expected exactly the keys 'certificate' and 'signature'.")
     signature, payload = envelope["signature"], envelope["certificate"]
     if not isinstance(signature, dict) or set(signature) != _SIGNATURE_KEYS or not isinstance(payload, dict):
@@ -181,3 +272,26 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     if not isinstance(key, Ed25519PublicKey):
         raise CertificateInvalid(f"{path} holds a {type(key).__name__}, not an Ed25519 public key.")
     return key
+
+
+def describe(verified: Verified, now: datetime) -> tuple[str, bool]:
+    """Return what a verified certificate states, in a few lines for a person, and whether it has expired."""
+    payload = verified.payload
+    expired = datetime.fromisoformat(payload["expires_at"]) <= now
+    inputs = payload["inputs"]
+    pinned = inputs["draft"]
+    draft = f"{pinned['repo_id']}@{pinned['sha']}" if pinned else inputs["method"]
+    lines = [
+        f"Signature valid (ed25519, key {verified.key_id}); digest {verified.digest}.",
+        f"  {payload['verdict']}: {draft} → {inputs['verifier']['repo_id']}@{inputs['verifier']['sha']}"
+        f" (k={inputs['num_speculative_tokens']}) on {inputs['hardware']}",
+        *(f"  {name}: {judged['outcome']} — {judged['reason']}" for name, judged in _properties(payload).items()),
+        f"  issued {payload['issued_at']}, {'EXPIRED' if expired else 'expires'} {payload['expires_at']}",
+        f"  reproduce: {payload['reproduce']}",
+    ]
+    return "\n".join(lines), expired
+
+
+def _properties(payload: Payload) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = cast(dict[str, dict[str, Any]], payload.get("properties") or {})
+    return found

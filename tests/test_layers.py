@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.support.processes import ROOT, process_env
 
-PACKAGES = ("registry", "kernel", "workers", "zoo", "bench", "tests")
+PACKAGES = ("registry", "kernel", "workers", "zoo", "bench", "tests", "spechub")
 
 
 def module_name(path: Path) -> str:
@@ -104,10 +104,17 @@ def test_registry_and_workers_never_import_each_other_and_the_kernel_imports_nei
     assert arrows(graph, "kernel", "registry") == arrows(graph, "kernel", "workers") == []
 
 
+def test_the_client_side_imports_only_the_kernel():
+    graph = import_graph()
+    assert arrows(graph, "spechub", "registry") == arrows(graph, "spechub", "workers") == []
+    assert arrows(graph, "registry", "spechub") == arrows(graph, "workers", "spechub") == arrows(graph, "kernel", "spechub") == []
+
+
 def test_the_kernel_and_the_workers_core_import_no_django():
     code = (
         "import sys, workers.__main__, workers.certification, workers.stages, workers.engines.vllm, "
-        "workers.engines.reference, kernel.formats, kernel.repos, kernel.result, kernel.director, kernel.certificates\n"
+        "workers.engines.reference, kernel.formats, kernel.repos, kernel.result, kernel.director, kernel.certificates, "
+        "spechub.cli, spechub.client\n"
         "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
         "assert not loaded, loaded[:5]"
     )

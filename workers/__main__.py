@@ -159,8 +159,9 @@ def _qualification(path: Path) -> Record:
 
 def _certificate(path: Path) -> certificates.Payload:
     try:
-        payload: certificates.Payload = json.loads(path.read_bytes())["certificate"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        payload = certificates.payload_of(path.read_bytes())
+        payload["inputs"]  # a payload without inputs is not a certificate to reproduce
+    except (OSError, KeyError, TypeError, certificates.CertificateInvalid) as exc:
         raise UserError("run:invalid-spec", f"{path} is not a SpecHub certificate file ({exc}).") from None
     return payload
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from datetime import timedelta
 
@@ -58,7 +60,7 @@ def test_changing_any_byte_of_a_certificate_fails_verification(certificate):
 
 def test_a_certificate_signed_by_another_key_is_refused_with_the_key_ids(certificate):
     other = Ed25519PrivateKey.generate()
-    forged = certificates.sign(json.loads(certificate.document)["certificate"], other)
+    forged = certificates.sign(certificates.payload_of(certificate.document.encode()), other)
     with pytest.raises(certificates.CertificateInvalid, match="Signed by key"):
         certificates.verify(forged, signing_key().public_key())
 
@@ -70,7 +72,7 @@ def test_verify_certificate_command_passes_a_genuine_file_and_fails_a_tampered_o
     assert f"Signature valid (ed25519, key {certificate.key_id})" in capsys.readouterr().out
 
     tampered = tmp_path / "tampered.json"
-    tampered.write_bytes(certificate.document.replace('"speedup":1.4', '"speedup":2.4').encode())
+    tampered.write_bytes(edited_payload(certificate.document, '"speedup":1.4', '"speedup":2.4'))
     with pytest.raises(SystemExit) as exit_info:
         call_command("verify_certificate", str(tampered))
     assert exit_info.value.code == 1
@@ -96,7 +98,7 @@ def test_verify_certificate_command_checks_against_the_public_key_from_the_api(c
 def test_verify_certificate_command_says_when_a_genuine_certificate_expired(db, settings, tmp_path, capsys):
     settings.SPECHUB_CERTIFICATE_DAYS = 1
     run = finish_run(PairFactory.create())
-    payload = json.loads(run.certificate.document)["certificate"]
+    payload = certificates.payload_of(run.certificate.document.encode())
     payload["expires_at"] = (timezone.now() - timedelta(days=1)).isoformat()
     (tmp_path / "old.json").write_bytes(certificates.sign(payload, signing_key()))
     with pytest.raises(SystemExit) as exit_info:
@@ -158,3 +160,46 @@ def test_a_process_with_only_the_public_key_verifies_but_cannot_sign(db, setting
     assert client.get("/api/v1/certificates/public-key/").json()["key_id"] == certificates.key_id(private.public_key())
     with pytest.raises(ImproperlyConfigured, match="certificates are signed by workers"):
         signing_key()
+
+
+def edited_payload(document: str, old: str, new: str) -> bytes:
+    """The certificate with its payload edited and wrapped again, its signature kept: what a forger would try."""
+    envelope = json.loads(document)
+    body = base64.b64decode(envelope["payload"]).decode()
+    assert old in body
+    envelope["payload"] = base64.b64encode(body.replace(old, new).encode()).decode()
+    return certificates.canonical(envelope) + b"\n"
+
+
+def test_a_certificate_is_a_dsse_envelope_that_cryptography_alone_verifies_following_the_specification(certificate):
+    """DSSE v1, written from the specification here, not through kernel.certificates: PAE, then Ed25519."""
+    envelope = json.loads(certificate.document)
+    assert set(envelope) == {"payload", "payloadType", "signatures"}
+    body = base64.b64decode(envelope["payload"])
+    kind = envelope["payloadType"].encode()
+    pae = b"DSSEv1 " + str(len(kind)).encode() + b" " + kind + b" " + str(len(body)).encode() + b" " + body
+    (signature,) = envelope["signatures"]
+    assert signature["keyid"] == certificate.key_id
+    signing_key().public_key().verify(base64.b64decode(signature["sig"]), pae)  # raises InvalidSignature otherwise
+    assert json.loads(body)["verdict"] == certificate.verdict
+    assert hashlib.sha256(body).hexdigest() == certificate.digest
+
+
+def test_a_certificate_issued_before_dsse_still_verifies(certificate):
+    payload = certificates.payload_of(certificate.document.encode())
+    old = certificates.sign_legacy(payload, signing_key())
+    assert json.loads(old)["signature"]["algorithm"] == "ed25519"
+    assert certificates.verify(old, signing_key().public_key()).digest == certificate.digest
+    with pytest.raises(certificates.CertificateInvalid, match="changed after signing"):
+        certificates.verify(old.replace(b'"speedup":1.4', b'"speedup":2.4'), signing_key().public_key())
+
+
+def test_a_signature_in_non_canonical_base64_is_refused_though_it_decodes_to_the_same_bytes(certificate):
+    envelope = json.loads(certificate.document)
+    signature = envelope["signatures"][0]["sig"]  # 64 bytes: 86 characters and "==", the last character's low 4 bits unused
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    lenient = signature[:85] + alphabet[alphabet.index(signature[85]) ^ 1] + signature[86:]
+    assert lenient != signature and base64.b64decode(lenient) == base64.b64decode(signature)
+    envelope["signatures"][0]["sig"] = lenient
+    with pytest.raises(certificates.CertificateInvalid, match="canonical base64"):
+        certificates.verify(certificates.canonical(envelope) + b"\n", signing_key().public_key())

@@ -45,21 +45,9 @@ class Command(BaseCommand):
         self._report(verified, as_json=options["json"])
 
     def _report(self, verified: certificates.Verified, *, as_json: bool) -> None:
-        payload = verified.payload
-        expires_at = datetime.fromisoformat(payload["expires_at"])
-        expired = expires_at <= datetime.now(UTC)
+        text, expired = certificates.describe(verified, datetime.now(UTC))
         if as_json:
-            self.stdout.write(json.dumps({"valid": True, "expired": expired, "digest": verified.digest, **payload}, indent=2))
-        else:
-            inputs = payload["inputs"]
-            pinned = inputs["draft"]
-            draft = f"{pinned['repo_id']}@{pinned['sha']}" if pinned else inputs["method"]
-            self.stdout.write(
-                f"Signature valid (ed25519, key {verified.key_id}); digest {verified.digest}.\n"
-                f"  {payload['verdict']}: {draft} → {inputs['verifier']['repo_id']}@{inputs['verifier']['sha']}"
-                f" (k={inputs['num_speculative_tokens']}) on {inputs['hardware']}\n"
-                f"  issued {payload['issued_at']}, {'EXPIRED' if expired else 'expires'} {payload['expires_at']}\n"
-                f"  reproduce: {payload['reproduce']}"
-            )
+            text = json.dumps({"valid": True, "expired": expired, "digest": verified.digest, **verified.payload}, indent=2)
+        self.stdout.write(text)
         if expired:
             raise SystemExit(EXPIRED)

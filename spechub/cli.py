@@ -1,0 +1,193 @@
+"""`spechub`: SpecHub from a shell or a CI pipeline, through the REST API.
+
+    spechub gate --draft org/head --verifier org/model          # exit 0 compatible, 1 not
+    spechub submit --draft org/head --verifier org/model --wait --require certified
+    spechub runs
+    spechub recommend --verifier org/model --concurrency 8
+    spechub verify certificate.json [--public-key issuer.pem | --url URL]   # no server needed with a key
+    spechub reproduce certificate.json --out reproduced.json     # needs the engine installed (a worker's venv)
+
+The server comes from --url, SPECHUB_URL or the config file; the token from SPECHUB_TOKEN or the
+config file (spechub.client). Exit codes: 0 done (and the verdict meets --require); 1 the pair's
+or the input's fault; 2 the service's fault or unreachable; 3 a verdict below --require.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from spechub.client import Client, SpecHubError
+
+LEVELS = {"failed": 0, "provisional": 1, "certified": 2}
+BELOW_REQUIRED = 3
+INVALID, EXPIRED = 1, 2
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spechub", description="SpecHub's REST API from a shell.")
+    server = argparse.ArgumentParser(add_help=False)
+    server.add_argument("--url", help="The SpecHub server (default: SPECHUB_URL, or `url` in the config file).")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, about: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=about, parents=[server])
+
+    gate = command("gate", "The compatibility gate's verdict on a pair; creates nothing.")
+    _pair_arguments(gate, draft_required=False)
+    submit = command("submit", "Submit a draft for certification (needs a token).")
+    _pair_arguments(submit, draft_required=True)
+    submit.add_argument("--wait", action="store_true", help="Follow the run to its end with a progress bar.")
+    submit.add_argument("--require", choices=sorted(LEVELS, key=LEVELS.__getitem__), default="provisional",
+                        help="With --wait: exit 3 unless the verdict is at least this (default provisional).")  # fmt: skip
+    submit.add_argument("--out", type=Path, help="With --wait: save the run's signed certificate here (for `spechub verify`).")
+    command("runs", "The newest runs.")
+    recommend = command("recommend", "The best certified draft for a verifier at a concurrency.")
+    recommend.add_argument("--verifier", required=True)
+    recommend.add_argument("--concurrency", type=int, default=1)
+    recommend.add_argument("--hardware", default="cpu")
+    verify = command("verify", "Verify a certificate file's signature and expiry.")
+    verify.add_argument("file", type=Path)
+    verify.add_argument("--public-key", type=Path, help="The issuer's PEM public key; without it, fetched from --url.")
+    reproduce = command("reproduce", "Re-run a certificate's certification here and compare.")
+    reproduce.add_argument("file", type=Path)
+    reproduce.add_argument("--out", type=Path, required=True)
+    return parser.parse_args(argv)
+
+
+def _pair_arguments(parser: argparse.ArgumentParser, *, draft_required: bool) -> None:
+    parser.add_argument("--draft", required=draft_required, help="The draft's Hub repo id (omit for ngram with gate).")
+    parser.add_argument("--revision", default="main", help="The draft's revision.")
+    parser.add_argument("--verifier", required=not draft_required, default="", help="The verifier's Hub repo id.")
+    parser.add_argument("--verifier-revision", default="main")
+    parser.add_argument("--method", help="The vLLM method; by default what the draft's config says.")
+    parser.add_argument("--k", type=int, help="num_speculative_tokens.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        if args.command == "verify":
+            return verify(args)
+        if args.command == "reproduce":
+            return reproduce(args)
+        client = Client.from_environment(url=args.url)
+        return int(COMMANDS[args.command](client, args))
+    except SpecHubError as error:
+        print(f"spechub: {error.code}: {error.message}", file=sys.stderr)
+        return INVALID if 400 <= error.status < 500 else 2
+
+
+def gate(client: Client, args: argparse.Namespace) -> int:
+    report = client.compatibility(verifier=args.verifier, draft=args.draft, method=args.method, k=args.k,
+                                  verifier_revision=args.verifier_revision, draft_revision=args.revision)  # fmt: skip
+    said = "compatible" if report["compatible"] else "INCOMPATIBLE"
+    print(f"{said}: {report.get('method')}, k={report.get('num_speculative_tokens')}")
+    for finding in report.get("findings", []):
+        print(f"  {finding['severity']:<8} {finding['code']}: {finding['message']}")
+    return 0 if report["compatible"] else INVALID
+
+
+def submit(client: Client, args: argparse.Namespace) -> int:
+    submission = client.submit(draft=args.draft, verifier=args.verifier, revision=args.revision,
+                               verifier_revision=args.verifier_revision, method=args.method, k=args.k)  # fmt: skip
+    print(f"submission {submission['id']}: {submission['status']}"
+          + (f" ({submission['refusal_code']}: {submission['refusal_message']})" if submission.get("refusal_code") else "")
+          + (f"; run {submission['run']}, pair {submission['pair']}" if submission.get("run") else ""))  # fmt: skip
+    if submission["status"] == "refused":
+        return INVALID
+    if not args.wait or not submission.get("run"):
+        return 0
+    run = follow(client, int(submission["run"]))
+    if args.out and run["state"] == "finished":
+        certificate = client.pair(int(run["pair"])).get("certificate")
+        if certificate and certificate["run"] == run["id"]:
+            args.out.write_bytes(client.certificate_file(int(certificate["id"])))
+            print(f"certificate {certificate['digest'][:12]} -> {args.out}")
+    return judged(run, args.require)
+
+
+def follow(client: Client, run_id: int) -> dict[str, Any]:
+    """Poll the run with a progress bar (tqdm) until it ends; return its final state."""
+    from tqdm import tqdm
+
+    with tqdm(total=100, desc=f"run {run_id}", unit="%", file=sys.stderr, bar_format="{desc} {bar} {n:.0f}%{postfix}") as bar:
+
+        def show(run: dict[str, Any]) -> None:
+            bar.n = run.get("progress") or 0
+            bar.set_postfix_str(f"{run['state']} · {run.get('stage') or ''}")
+
+        return client.wait(run_id, on_progress=show)
+
+
+def judged(run: dict[str, Any], require: str) -> int:
+    """Print the run's end and each property's verdict; the exit status follows the verdict against `require`."""
+    if run["state"] != "finished":
+        print(f"run {run['id']} ended {run['state']}: {run.get('error_code')}: {run.get('error_message')}")
+        return INVALID if run["state"] == "failed_user" else 2
+    verdict = run.get("verdict") or {}
+    print(f"run {run['id']}: {verdict.get('verdict')}")
+    for name, judgement in (verdict.get("properties") or {}).items():
+        print(f"  {name:<10} {judgement['outcome']:<24} {judgement['reason']}")
+    meets = LEVELS.get(str(verdict.get("verdict")), -1) >= LEVELS[require]
+    if not meets:
+        print(f"below the required level: {require}", file=sys.stderr)
+    return 0 if meets else BELOW_REQUIRED
+
+
+def runs(client: Client, args: argparse.Namespace) -> int:
+    for run in client.runs():
+        verdict = (run.get("verdict") or {}).get("verdict") or ""
+        print(f"{run['id']:>6}  pair {run['pair']:>5}  {run['state']:<12} {run.get('stage') or '':<12} {verdict}")
+    return 0
+
+
+def recommend(client: Client, args: argparse.Namespace) -> int:
+    answer = client.recommend(verifier=args.verifier, concurrency=args.concurrency, hardware=args.hardware)
+    best = answer.get("best")
+    print(json.dumps(best, indent=2) if best else f"no certified draft for {args.verifier} on {args.hardware}")
+    return 0 if best else INVALID
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Verify offline with a PEM key, or with the key the server publishes; needs no Django, no database."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    from kernel import certificates
+
+    pem = args.public_key.read_bytes() if args.public_key else Client.from_environment(url=args.url).public_key_pem().encode()
+    key = load_pem_public_key(pem)
+    if not isinstance(key, Ed25519PublicKey):
+        print("spechub: the public key is not an Ed25519 key", file=sys.stderr)
+        return INVALID
+    try:
+        verified = certificates.verify(args.file.read_bytes(), key)
+    except (OSError, certificates.CertificateInvalid) as invalid:
+        print(f"NOT VALID: {invalid}", file=sys.stderr)
+        return INVALID
+    text, expired = certificates.describe(verified, datetime.now(UTC))
+    print(text)
+    return EXPIRED if expired else 0
+
+
+def reproduce(args: argparse.Namespace) -> int:
+    """Re-run the certification with the engine installed here (`python -m workers reproduce`)."""
+    command = [sys.executable, "-m", "workers", "reproduce", str(args.file), "--out", str(args.out)]
+    try:
+        return subprocess.run(command, check=False).returncode
+    except OSError as exc:
+        print(f"spechub: cannot run the workers ({exc}); reproduce needs SpecHub's engine environment", file=sys.stderr)
+        return 2
+
+
+COMMANDS = {"gate": gate, "submit": submit, "runs": runs, "recommend": recommend}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
