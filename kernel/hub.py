@@ -14,7 +14,7 @@ import os
 import re
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -154,17 +154,18 @@ class HubClient:
             unsafe_files=unsafe,
         )
 
-    def open_pr(self, repo_id: str, path_in_repo: str, data: bytes, title: str, description: str) -> str:
-        """Propose adding one file to repo_id's main branch as a pull request; return the PR's URL.
+    def open_pr(self, repo_id: str, files: Mapping[str, bytes], title: str, description: str) -> str:
+        """Propose adding `files` (path in repo -> bytes) to repo_id's main branch as one pull request; return its URL.
 
         Not retried: a commit that reached the server but lost its answer must not open a second PR.
         """
-        check_filename(path_in_repo)
+        for path_in_repo in files:
+            check_filename(path_in_repo)
         try:
             commit = self.api.create_commit(
                 repo_id=repo_id,
                 repo_type="model",
-                operations=[CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=data)],
+                operations=[CommitOperationAdd(path_in_repo=path, path_or_fileobj=data) for path, data in files.items()],
                 commit_message=title,
                 commit_description=description,
                 revision="main",

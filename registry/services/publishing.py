@@ -14,6 +14,7 @@ from registry.dispatch import task_send_on_commit
 from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
 from registry.selectors import pair_public_url, run_headline, run_summary
 from registry.services.certificates import certificate_issue
+from registry.services.eval_results import eval_results_path, eval_results_yaml, model_card_section
 from registry.services.gate import hub_client
 from registry.services.notifications import pair_event_notify
 from registry.services.regressions import run_regressions_record
@@ -85,10 +86,14 @@ def certificate_hub_pr_open(*, certificate_id: int) -> str:
     if pair.draft is None:
         raise ValueError(f"Pair {pair.pk} has no draft repo to publish to.")
     client = hub_client(token=settings.SPECHUB_HUB_TOKEN)
+    files = {
+        f"spechub/certificate-{certificate.run_id}.json": certificate.document.encode(),
+        # The Hub shows these on the model page, with a badge.
+        eval_results_path(certificate): eval_results_yaml(certificate),
+    }
     certificate.hub_pr_url = client.open_pr(
         pair.draft.repo_id,
-        f"spechub/certificate-{certificate.run_id}.json",
-        certificate.document.encode(),
+        files,
         title=f"SpecHub certificate: {certificate.verdict} with {pair.verifier.repo_id}",
         description=_pr_description(certificate),
     )
@@ -104,7 +109,10 @@ def _pr_description(certificate: Certificate) -> str:
         f"- verdict: **{certificate.verdict}**\n"
         f"- mean acceptance length: {headline['mean_acceptance_length']}\n"
         f"- speedup at concurrency 1: {headline['speedup']}\n\n"
-        f"The certificate is signed (Ed25519, key `{certificate.key_id}`); verify it with "
-        f"`python manage.py verify_certificate spechub/certificate-{certificate.run_id}.json`. "
-        f"Details: {pair_public_url(pair=pair)}\n"
+        f"The certificate is signed (a DSSE envelope, Ed25519, key `{certificate.key_id}`); verify it with "
+        f"`spechub verify spechub/certificate-{certificate.run_id}.json --url {settings.SPECHUB_PUBLIC_URL}`. "
+        f"The figures are also in `{eval_results_path(certificate)}`, which the Hub shows on the model page. "
+        f"Details: {pair_public_url(pair=pair)}\n\n"
+        "A section for the model card, if you want one:\n\n"
+        f"```markdown\n{model_card_section(certificate)}```\n"
     )

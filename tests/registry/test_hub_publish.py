@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+import yaml
+from huggingface_hub import parse_eval_result_entries
 
 from kernel import certificates
 from registry.models import Certificate
@@ -39,8 +41,15 @@ def test_it_opens_a_pr_with_the_signed_certificate_against_a_hub_write_test_doub
     (commit,) = hub.commits  # a second call does not open a second PR
     assert (commit.repo_id, commit.revision, commit.create_pr) == (draft.repo_id, "main", True)
     assert commit.authorization == "Bearer hf_test_write_token"
-    assert "certified" in commit.header["summary"] and "verify_certificate" in commit.header["description"]
+    assert "certified" in commit.header["summary"] and "spechub verify" in commit.header["description"]
+    assert "## Speculative decoding, certified by SpecHub" in commit.header["description"]  # the model-card section
     published = commit.files[f"spechub/certificate-{certificate.run_id}.json"]
     assert certificates.verify(published, signing_key().public_key()).digest == certificate.digest
+    # The figures in the Hub's own eval-results format, read back with huggingface_hub's parser.
+    (path,) = [p for p in commit.files if p.startswith(".eval_results/")]
+    entries = parse_eval_result_entries(yaml.safe_load(commit.files[path]))
+    assert {e.task_id: e.value for e in entries}["acceptance_length"] == 3.0
+    assert all(e.dataset_id.startswith("spechub/") and e.source_url.endswith(f"/pairs/{certificate.pair_id}/") for e in entries)
+    assert certificate.pair.verifier.repo_id in entries[0].notes and "cpu" in entries[0].notes
     certificate.refresh_from_db()
     assert certificate.hub_pr_url == url
