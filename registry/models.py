@@ -168,6 +168,9 @@ class CertificationRun(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
     stage = models.CharField(max_length=32, blank=True)
+    # When the current stage began, and each finished stage's seconds (the stage-duration metrics).
+    stage_started_at = models.DateTimeField(null=True, blank=True)
+    stage_seconds = models.JSONField(default=dict, blank=True)
     progress = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(100)])
     attempts = models.PositiveSmallIntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=3)

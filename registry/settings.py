@@ -35,7 +35,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if
 # SECURE_PROXY_SSL_HEADER: set SPECHUB_TLS_PROXY=1 only behind a proxy that terminates TLS and
 # overwrites X-Forwarded-Proto (trusting it otherwise would let clients claim HTTPS).
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]  # probes and scrapers speak plain HTTP inside
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it times everything after it (registry/metrics.py).
+    "registry.metrics.RequestMetrics",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -195,6 +197,9 @@ SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
 SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)
 SPECHUB_THRESHOLD_SAMPLING_ALPHA = env_float("SPECHUB_THRESHOLD_SAMPLING_ALPHA", 0.001)
 SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.0)
+# /metrics (registry/metrics.py): a bearer token for scrapers from public addresses; the stage-time window.
+SPECHUB_METRICS_TOKEN = env_str("SPECHUB_METRICS_TOKEN", "")
+SPECHUB_METRICS_WINDOW_HOURS = env_int("SPECHUB_METRICS_WINDOW_HOURS", 24, minimum=1)
 # Engine qualification (workers/qualification.py): run when a worker reports a build that has none.
 SPECHUB_QUALIFIER = env_str("SPECHUB_QUALIFIER", "workers.qualification.qualify_build")
 SPECHUB_QUALIFY_NEW_BUILDS = env_bool("SPECHUB_QUALIFY_NEW_BUILDS", True)

@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from registry import views
 from registry.logins import AdminSignInForm, SignInForm
+from registry.metrics import metrics
 
 admin.site.login_form = AdminSignInForm
 
@@ -14,6 +15,7 @@ urlpatterns = [
     path("", views.catalog, name="catalog"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     path("pairs/<int:pk>/", views.pair_detail, name="pair"),
     path("runs/", views.queue, name="queue"),
     path("runs/<int:pk>/", views.run_detail, name="run"),

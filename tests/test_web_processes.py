@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.services import free_port
 from tests.support.processes import BIN, compose_command, serving, worker_database_url
@@ -22,6 +23,22 @@ def test_the_compose_web_command_is_live_and_ready_with_both_parts_up(tmp_path):
     assert response.status_code == 200, response.text
     assert response.json() == {"status": "ok", "parts": {"database": "ok", "broker": "ok"}}
     assert catalog.status_code == 200 and "Catalog" in catalog.text
+
+
+def test_the_compose_web_commands_two_workers_sum_their_request_metrics_in_one_scrape(tmp_path):
+    env = {"DATABASE_URL": worker_database_url(), "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus")}
+    with serving(compose_command("web"), tmp_path, env) as base:
+        for _ in range(20):  # spread over both gunicorn workers
+            httpx.get(f"{base}/healthz")
+        scraped = httpx.get(f"{base}/metrics").text
+    counts = [
+        sample.value
+        for family in text_string_to_metric_families(scraped)
+        for sample in family.samples
+        if sample.name == "spechub_http_request_seconds_count" and sample.labels.get("route") == "healthz"
+    ]
+    assert sum(counts) >= 20, scraped[:2000]
+    assert "spechub_runs" in scraped and 'spechub_queue_depth{queue="cpu"}' in scraped
 
 
 def test_without_the_broker_the_web_tier_stays_ready_degraded_and_names_no_exception(tmp_path):

@@ -180,8 +180,18 @@ def run_progress(*, run_id: int, attempt: int, stage: str, percent: int) -> None
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
         _advance(run, STAGE_STATES.get(stage, RunState(run.state)))
-        fields = {"stage": stage, "progress": percent, "heartbeat_at": timezone.now()}
+        fields = {"stage": stage, "progress": percent, "heartbeat_at": timezone.now(), **_stage_timing(run, stage)}
         CertificationRun.objects.filter(pk=run_id).update(**fields)
+
+
+def _stage_timing(run: CertificationRun, stage: str) -> dict[str, Any]:
+    """When the stage changes, the seconds the one before took, and when this one began."""
+    if stage == run.stage and run.stage_started_at:
+        return {}
+    now, seconds = timezone.now(), dict(run.stage_seconds or {})
+    if run.stage and run.stage_started_at:
+        seconds[run.stage] = (now - run.stage_started_at).total_seconds()
+    return {"stage_started_at": now, "stage_seconds": seconds}
 
 
 def _advance(run: CertificationRun, target: RunState) -> None:
@@ -205,14 +215,17 @@ def run_finish(*, run_id: int, attempt: int, document: result.ResultDocument) ->
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
         _advance(run, RunState.PUBLISHING)
+        for field, value in _stage_timing(run, "publish").items():
+            setattr(run, field, value)
         run.stage, run.heartbeat_at = "publish", timezone.now()
-        run.save(update_fields=["stage", "heartbeat_at"])
+        run.save(update_fields=["stage", "heartbeat_at", "stage_started_at", "stage_seconds"])
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
         if loaded is not None:  # judged with the qualification of the build it ran on
             loaded = document_judge(run=run, document=loaded)
         _store_results(run, result.workloads(loaded))
-        fields = {"environment": result.environment(loaded), "engine_version": result.engine_build(loaded)}
+        fields = {"environment": result.environment(loaded), "engine_version": result.engine_build(loaded),
+                  "stage_seconds": _stage_timing(run, "finished").get("stage_seconds", run.stage_seconds)}  # fmt: skip
         _move(run, RunState.FINISHED, result=loaded, progress=100, **fields)
         run_publish(run=run)
     return run

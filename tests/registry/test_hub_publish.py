@@ -49,7 +49,9 @@ def test_it_opens_a_pr_with_the_signed_certificate_against_a_hub_write_test_doub
     (path,) = [p for p in commit.files if p.startswith(".eval_results/")]
     entries = parse_eval_result_entries(yaml.safe_load(commit.files[path]))
     assert {e.task_id: e.value for e in entries}["acceptance_length"] == 3.0
-    assert all(e.dataset_id.startswith("spechub/") and e.source_url.endswith(f"/pairs/{certificate.pair_id}/") for e in entries)
-    assert certificate.pair.verifier.repo_id in entries[0].notes and "cpu" in entries[0].notes
+    assert all(
+        e.dataset_id.startswith("spechub/") and str(e.source_url).endswith(f"/pairs/{certificate.pair_id}/") for e in entries
+    )
+    assert certificate.pair.verifier.repo_id in str(entries[0].notes) and "cpu" in str(entries[0].notes)
     certificate.refresh_from_db()
     assert certificate.hub_pr_url == url
