@@ -11,6 +11,7 @@ COPY kernel kernel
 COPY registry registry
 COPY workers workers
 COPY zoo zoo
+COPY spechub spechub
 COPY templates templates
 RUN python manage.py collectstatic --noinput \
  && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin spechub \

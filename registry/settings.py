@@ -152,7 +152,7 @@ CELERY_BROKER_KEY_PREFIX = env_str("CELERY_BROKER_KEY_PREFIX", "")
 # it must exceed the longest time a healthy worker holds one message.
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 4 * 3600, minimum=1)
 CELERY_UNACKED_RESTORE_SECONDS = env_int("CELERY_UNACKED_RESTORE_SECONDS", 60, minimum=1)
-SPECHUB_GPU_CLASSES = env_list("SPECHUB_GPU_CLASSES", ["h100", "h200", "a100"])
+SPECHUB_GPU_CLASSES = env_list("SPECHUB_GPU_CLASSES", ["h100", "h200", "a100", "mi300x"])
 
 # --- Cache --------------------------------------------------------------------
 # Rate limits and gate reports are shared by every web process through Redis (SPECHUB_CACHE_URL,

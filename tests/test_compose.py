@@ -101,3 +101,12 @@ def test_the_compose_beat_command_starts_on_the_database_scheduler(tmp_path):
         beat.stop()
     assert "Traceback" not in beat.output()
     assert not (ROOT / "celerybeat.pid").exists()
+
+
+def test_the_gpu_override_runs_one_solo_worker_per_further_gpu_class_with_the_shared_baseline_store():
+    override = yaml.safe_load((ROOT / "docker-compose.gpu.yml").read_text())["services"]
+    queues = {option(service["command"], "-Q") for service in override.values()}
+    assert queues == {"gpu.h200", "gpu.a100"} and queues <= set(hardware_queues())
+    for service in override.values():
+        assert option(service["command"], "--pool") == "solo" and "SPECHUB_SIGNING_KEY" in service["environment"]
+        assert service["environment"]["SPECHUB_BASELINE_STORE"] == SERVICES["worker-cpu"]["environment"]["SPECHUB_BASELINE_STORE"]

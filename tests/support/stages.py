@@ -142,3 +142,14 @@ def _ignore_soft_limit(spec: RunSpec, report: Callable[[int], None]) -> dict[str
 
 def injected_stages_ignoring_the_soft_limit() -> list[Stage]:
     return _replacing("baseline", _ignore_soft_limit)
+
+
+def real_stages_through_the_baseline() -> list[Stage]:
+    """The real fetch, gate and baseline stages (the offline vLLM engine), then an injected verdict: the
+    baseline's cache at work, without the speculative, equivalence and serving stages' minutes."""
+    from workers import certification as c
+    from workers.stages import MeasuringStage, _Shared
+
+    shared = _Shared()
+    steps: list[Stage] = [MeasuringStage(step.__name__, step, shared) for step in (c.fetch, c.gate, c.baseline)]
+    return [*steps, InjectedStage("verdict", _verdict)]
