@@ -23,7 +23,13 @@ def option(command: list[str], flag: str) -> str:
 
 
 def test_it_declares_the_deployment_services():
-    assert set(SERVICES) == {"postgres", "redis", "web", "beat", "worker-notify", "worker-cpu", "worker-gpu"}
+    assert set(SERVICES) == {"postgres", "redis", "web", "beat", "worker-notify", "worker-cpu", "worker-gpu", "flower"}
+
+
+def test_flower_is_optional_and_needs_only_the_broker():
+    flower = SERVICES["flower"]
+    assert flower["profiles"] == ["monitoring"] and "--broker=redis://redis:6379/0" in flower["command"]
+    assert "environment" not in flower  # no database, no keys
 
 
 def test_webhook_deliveries_have_their_own_queue_and_worker_apart_from_engines(settings):
