@@ -112,10 +112,16 @@ class SubmissionStatus(models.TextChoices):
     REFUSED = "refused"
 
 
+class SubmissionSource(models.TextChoices):
+    USER = "user"
+    HUB_IMPORT = "hub-import", "Hub import"
+
+
 class Submission(models.Model):
-    """Who submitted which draft, when, and what came of it."""
+    """Who submitted which draft, when, and what came of it; or the Hub import that found it."""
 
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    source = models.CharField(max_length=16, choices=SubmissionSource.choices, default=SubmissionSource.USER)
     repo_id = models.CharField(max_length=200, validators=[validate_repo_id])
     revision = models.CharField(max_length=200)
     verifier_repo_id = models.CharField(max_length=200, blank=True)

@@ -20,6 +20,7 @@ from registry.models import (
     Pair,
     Role,
     Submission,
+    SubmissionSource,
     SubmissionStatus,
     WebhookEndpoint,
 )
@@ -392,3 +393,9 @@ def engines_page() -> list[BuildPage]:
         every = sorted(m for m in {c["method"] for c in controls} if m) if None in failing else sorted(failing - {None})
         pages.append({"qualification": row, "controls": rows, "not_judgeable": every})
     return pages
+
+
+def hub_imports() -> QuerySet[Submission]:
+    """Return the Hub import's submissions, newest first, with their pairs."""
+    found = Submission.objects.filter(source=SubmissionSource.HUB_IMPORT).select_related("pair", "pair__verifier")
+    return found.order_by("-created_at", "-id")

@@ -197,6 +197,13 @@ SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
 SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)
 SPECHUB_THRESHOLD_SAMPLING_ALPHA = env_float("SPECHUB_THRESHOLD_SAMPLING_ALPHA", 0.001)
 SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.0)
+# The catalog that fills itself (registry/services/imports.py): repos and a Hub collection to follow, the
+# verifier for drafts whose config names none, whether gate-passing pairs are certified, and how often.
+SPECHUB_IMPORT_REPOS = env_list("SPECHUB_IMPORT_REPOS", [])
+SPECHUB_IMPORT_COLLECTION = env_str("SPECHUB_IMPORT_COLLECTION", "")
+SPECHUB_IMPORT_VERIFIER = env_str("SPECHUB_IMPORT_VERIFIER", "")
+SPECHUB_IMPORT_CERTIFY = env_bool("SPECHUB_IMPORT_CERTIFY", False)
+SPECHUB_IMPORT_SECONDS = env_int("SPECHUB_IMPORT_SECONDS", 6 * 3600, minimum=60)
 # /metrics (registry/metrics.py): a bearer token for scrapers from public addresses; the stage-time window.
 SPECHUB_METRICS_TOKEN = env_str("SPECHUB_METRICS_TOKEN", "")
 SPECHUB_METRICS_WINDOW_HOURS = env_int("SPECHUB_METRICS_WINDOW_HOURS", 24, minimum=1)

@@ -22,6 +22,7 @@ urlpatterns = [
     path("submit/", views.submit, name="submit"),
     path("matrix/", views.matrix, name="matrix"),
     path("engines/", views.engines, name="engines"),
+    path("imports/", views.imports, name="imports"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

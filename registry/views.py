@@ -22,6 +22,7 @@ from registry.selectors import (
     catalog_choices,
     compatibility_matrix,
     engines_page,
+    hub_imports,
     pair_page,
     pairs_filtered,
     run_figures,
@@ -42,6 +43,13 @@ def catalog(request: HttpRequest) -> HttpResponse:
     query.pop("page", None)
     context = {"page": page, "search": search, "filter": bound, "query": query.urlencode(), "choices": catalog_choices()}
     return render(request, "registry/catalog.html", context)
+
+
+@require_GET
+def imports(request: HttpRequest) -> HttpResponse:
+    """What the Hub import found: each repo at each commit, the pair it gave or the gate's findings."""
+    page = Paginator(hub_imports(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "registry/imports.html", {"page": page})
 
 
 @require_GET

@@ -40,6 +40,11 @@ def schedules_install() -> list[str]:
         ),
         "spechub: certificate expiry sweep": ("registry.sweep_expiring_certificates", {"crontab": nightly}),
     }
+    if settings.SPECHUB_IMPORT_REPOS or settings.SPECHUB_IMPORT_COLLECTION:
+        tasks["spechub: import from the Hub"] = (
+            "registry.import_from_hub",
+            {"interval": _interval(settings.SPECHUB_IMPORT_SECONDS)},
+        )
     for name, (task, schedule) in tasks.items():
         queue = settings.SPECHUB_NOTIFICATIONS_QUEUE if task in NOTIFICATION_TASKS else "default"
         defaults = {"task": task, "interval": None, "crontab": None, "enabled": True, "queue": queue, **schedule}

@@ -12,7 +12,7 @@ from kernel.formats import Report, describe_draft
 from kernel.formats.inputs import is_repo_id
 from kernel.hub import HubClient
 from kernel.repos import HubRepo, gate_check
-from registry.models import HubModel, Role, RunTrigger, Submission, SubmissionStatus
+from registry.models import HubModel, Role, RunTrigger, Submission, SubmissionSource, SubmissionStatus
 from registry.selectors import submission_quota
 from registry.services.gate import hub_client, pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
@@ -30,8 +30,10 @@ def submission_create(
     num_speculative_tokens: int | None = None,
     hardware: str = "cpu",
     client: HubClient | None = None,
+    source: str = SubmissionSource.USER,
+    certify: bool = True,
 ) -> Submission:
-    """Judge the draft against its verifier now; queue a run only for a compatible, new pair.
+    """Judge the draft against its verifier now; queue a run only for a compatible, new pair (unless not `certify`).
 
     The verifier defaults to the one the draft's speculators config names. Hub
     errors (missing repo, gated, unreachable) propagate; nothing is written then.
@@ -40,13 +42,15 @@ def submission_create(
     draft = HubRepo(client, repo_id, client.resolve(repo_id, revision))
     verifier_id = verifier_repo_id or _named_verifier(draft)
     if not is_repo_id(verifier_id):  # named by the draft's config: hostile until checked, never sent to the Hub
-        refused = Submission(submitted_by=user, repo_id=repo_id, revision=revision, verifier_revision=verifier_revision)
+        refused = Submission(submitted_by=user, source=source, repo_id=repo_id, revision=revision,
+                             verifier_revision=verifier_revision)  # fmt: skip
         message = f"verifier.name_or_path {verifier_id[:200]!r} is a local path or URL, not a Hub repo id."
         return _refuse(refused, "gate:verifier-local-path", message)
     verifier = HubRepo(client, verifier_id, client.resolve(verifier_id, verifier_revision))
     report = gate_check(verifier=verifier, verifier_id=verifier_id, draft=draft, method=method, k=num_speculative_tokens)
     submission = Submission(
         submitted_by=user,
+        source=source,
         repo_id=repo_id,
         revision=revision,
         verifier_repo_id=verifier_id,
@@ -57,7 +61,7 @@ def submission_create(
         return _refuse(submission, report.errors[0].code, report.errors[0].message)
     with transaction.atomic():
         _within_quota(user)
-        return _register(submission, report, draft.revision, verifier.revision, hardware)
+        return _register(submission, report, draft.revision, verifier.revision, hardware if certify else None)
 
 
 class SubmissionQuotaExceeded(Exception):
@@ -99,7 +103,8 @@ def _named_verifier(draft: HubRepo) -> str:
     return named
 
 
-def _register(submission: Submission, report: Report, draft_sha: str, verifier_sha: str, hardware: str) -> Submission:
+def _register(submission: Submission, report: Report, draft_sha: str, verifier_sha: str, hardware: str | None) -> Submission:
+    """Store the pair; queue its certification on `hardware` (None: listed as gate-passed, not yet measured)."""
     verifier = _pinned(submission.verifier_repo_id, verifier_sha, Role.VERIFIER, report)
     role = Role.SPECULATOR if report.format.kind == "speculators" else Role.DRAFT
     draft = _pinned(submission.repo_id, draft_sha, role, report)
@@ -112,7 +117,10 @@ def _register(submission: Submission, report: Report, draft_sha: str, verifier_s
         submission.save()
         return submission
     pair_judgement_store(pair=pair, report=report)
-    submission.run = run_create(pair=pair, hardware=hardware, trigger=RunTrigger.SUBMISSION, requested_by=submission.submitted_by)
+    if hardware is not None:
+        submission.run = run_create(
+            pair=pair, hardware=hardware, trigger=RunTrigger.SUBMISSION, requested_by=submission.submitted_by
+        )
     submission.status = SubmissionStatus.ACCEPTED
     submission.save()
     return submission

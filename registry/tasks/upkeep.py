@@ -13,9 +13,15 @@ from django.conf import settings
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
 from registry.celery import app, hardware_queues
-from registry.services import notifications, publishing, qualifications, runs, schedules
+from registry.services import imports, notifications, publishing, qualifications, runs, schedules
 
 logger = logging.getLogger(__name__)
+
+
+@app.task(name="registry.import_from_hub")
+def import_from_hub() -> list[str]:
+    """Gate the repos and the collection the settings name; say what came of each."""
+    return [f"{found.repo_id}: {found.outcome} ({found.detail})" for found in imports.hub_import_configured()]
 
 
 @app.task(name="registry.sweep_stale_runs")
