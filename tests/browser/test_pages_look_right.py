@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from registry.models import CertificationRun, Pair
+from registry.models import CertificationRun, Pair, Submission, SubmissionSource, SubmissionStatus
 from registry.services.demo import demo_catalog_load
 from registry.services.qualifications import qualification_record
 from registry.services.runs import run_claim, run_create, run_finish
@@ -98,6 +98,7 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
     )
     RunFactory.create(pair=measured, state=RunState.MEASURING, stage="speculative", progress=57, attempts=1)
     User.objects.create_user("alice", password=PASSWORD)
+    imported_refusal()
     return {
         "catalog": "/",
         "pair": f"/pairs/{measured.pk}/",
@@ -106,8 +107,20 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         "runs": "/runs/",
         "matrix": "/matrix/",
         "engines": "/engines/",
+        "imports": "/imports/",
         "submit": "/submit/",
     }
+
+
+def imported_refusal() -> Submission:
+    """A draft the Hub import found and the gate refused, with its findings."""
+    findings = [{"code": "gate:safety-no-safetensors", "severity": "error",
+                 "message": "The draft repo has no safetensors weights (only ['pytorch_model.bin'])."}]  # fmt: skip
+    return Submission.objects.create(
+        source=SubmissionSource.HUB_IMPORT, repo_id="spechub-toy/broken-pickle-only", revision="d" * 40,
+        status=SubmissionStatus.REFUSED, refusal_code="gate:safety-no-safetensors",
+        refusal_message=findings[0]["message"], validation_report={"findings": findings},
+    )  # fmt: skip
 
 
 def run_finish_measured(pair: Pair) -> CertificationRun:
