@@ -9,11 +9,12 @@ the Hub does not know, and the file for a token granted access.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback import loopback
 
 REPO = "gated-org/gated-verifier"
 SHA = "c" * 40
@@ -80,12 +81,5 @@ def hub_auth_double() -> Iterator[HubAuthDouble]:
         def log_message(self, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    double.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback(Handler) as double.endpoint:
         yield double
-    finally:
-        server.shutdown()
-        server.server_close()

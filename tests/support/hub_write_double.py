@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.loopback import loopback
 
 _ROUTE = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/(?P<action>preupload|commit)/(?P<revision>[^/?]+)$")
 
@@ -80,11 +81,5 @@ def hub_write_double() -> Iterator[HubWriteDouble]:
         def log_message(self, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    double.endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with loopback(Handler) as double.endpoint:
         yield double
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback import loopback
 
 
 @dataclass
@@ -39,12 +40,6 @@ def webhook_receiver(statuses: list[int] | None = None) -> Iterator[Receiver]:
         def log_message(self, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/spechub"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback(Handler) as base:
+        receiver.url = f"{base}/hooks/spechub"
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
