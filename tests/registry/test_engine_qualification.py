@@ -12,9 +12,11 @@ from django.test import Client, override_settings
 from kernel import certificates
 from registry.models import Certificate, EngineQualification
 from registry.services.certificates import verifying_key
+from registry.services.demo import demo_catalog_load
 from registry.services.qualifications import QualificationRefused, build_qualify_if_new, qualification_record
 from registry.services.runs import run_claim, run_create, run_finish
 from tests.support.factories import PairFactory
+from tests.support.processes import ROOT
 from tests.support.qualification import judged_document, record
 
 pytestmark = pytest.mark.django_db
@@ -130,3 +132,9 @@ def test_a_new_build_is_queued_for_qualification_once(django_capture_on_commit_c
         assert not build_qualify_if_new(engine="vllm", hardware="cpu", engine_build="0.32.0")
     with override_settings(SPECHUB_QUALIFY_NEW_BUILDS=False):
         assert not build_qualify_if_new(engine="vllm", hardware="cpu", engine_build="0.34.0")
+
+
+def test_the_self_draft_is_shown_as_a_control_not_a_draft_to_deploy():
+    pair = next(p for p in demo_catalog_load(zoo_dir=ROOT / "zoo" / "models") if p.draft and p.draft == p.verifier)
+    assert "A control, not a draft to deploy" in Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert Client().get("/").content.decode().count("(a control: the verifier as its own draft)") == 1
