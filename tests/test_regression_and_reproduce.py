@@ -103,7 +103,8 @@ def test_reproduce_rebuilds_a_matching_result_from_the_certificate_alone(owner, 
     assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
     assert "reproduced: every judged figure matches" in done.stdout
     reproduced = json.loads((tmp_path / "r.json").read_text())
-    assert reproduced["spec"]["draft"] == {"repo_id": DRAFT, "sha": certificates.payload_of(document)["inputs"]["draft"]["sha"]}
+    certified_draft = certificates.payload_of(document)["inputs"]["draft"]
+    assert certified_draft is not None and reproduced["spec"]["draft"] == {"repo_id": DRAFT, "sha": certified_draft["sha"]}
     assert reproduced["spec"]["plan"]["concurrency"] == [1]
 
 

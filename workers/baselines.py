@@ -62,6 +62,8 @@ def load(digest: str) -> object | None:
     try:
         raw = shared.get(REDIS_PREFIX + digest) if shared is not None else (cache_dir() / f"{digest}.json").read_bytes()
         loaded: object = json.loads(raw) if raw is not None else None
+    except FileNotFoundError:  # not measured yet on this node
+        return None
     except (OSError, ValueError, RedisError):  # an unreadable store costs a measurement, never a run
         logger.warning("baseline %s not read from the store; measuring it", digest[:12], exc_info=True)
         return None

@@ -73,14 +73,20 @@ def test_the_published_recipe_serves_the_pair_on_vllm_cpu_and_its_counters_equal
     )
 
 
-def test_the_self_draft_is_never_reported_faster(hub_cache):
-    """Draft = verifier costs a full verifier pass per drafted token: at best no gain, never a measured one."""
+def test_the_self_drafts_speed_is_labelled_by_its_interval_and_bounded_by_its_acceptance(hub_cache):
+    """Draft = verifier costs a verifier pass per drafted token, but on a toy model vLLM's per-step overhead
+    dominates, and one step yields k + 1 tokens: measured here both slower (an earlier session) and 1.09
+    [1.06, 1.12] at c=1. So no direction is asserted: each level says what its own interval supports, no
+    speedup reaches the acceptance bound (AL = 5), and the verdict is never certified on this build."""
     plan = Plan(concurrency=(1, 4), repeats=3, reference_check=False, sampling_samples=60)
     document = Director(default_stages()).run(spec_for("llama-verifier", plan), lambda stage, percent: None)
     rows = result.speed_by_level(document)
     assert [row["concurrency"] for row in rows] == [1, 4] and all(row["pairs"] == 3 for row in rows)
-    assert all(row["supports"] != result.FASTER for row in rows), rows
-    assert result.speed_label(rows[0]["interval"]) in (result.SLOWER, result.NO_DIFFERENCE)
+    assert all(row["supports"] == result.speed_label(row["interval"]) for row in rows), rows
+    throughput = result.throughput(document)
+    assert throughput is not None and throughput["theoretical_bound"] == 5.0
+    assert all(row["speedup"] < throughput["theoretical_bound"] for row in rows), rows
     verdict = result.verdict(document)
     assert verdict is not None and verdict["verdict"] != "certified"
-    assert any("speed at concurrency 1" in reason for reason in verdict["reasons"]), verdict["reasons"]
+    properties = verdict.get("properties")
+    assert properties is not None and properties["speed"]["outcome"] == rows[0]["supports"]
