@@ -30,7 +30,7 @@ from workers import baselines, metrics, serving
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
-from workers.workloads import Suite, load_suite
+from workers.workloads import Suite, load_suite, tokenize
 
 Tick = Callable[[int], None]
 Outputs = dict[str, list[list[int]]]  # token ids per prompt, by category (or by sampling prefix)
@@ -119,20 +119,13 @@ def gate(bench: Workbench, report: Tick) -> dict[str, object]:
         config["model"] = str(bench.paths["draft"])
     bench.engine_config = config
     bench.categories = [category for category, _ in bench.suite.prompts()]
-    bench.prompts = _tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
+    bench.prompts = tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
     return judged.as_dict()
 
 
 def _snapshot_repo(snapshot: Path, repo_id: str, sha: str) -> LocalRepo:
     """A downloaded snapshot: its files are links into the cached repo's blobs/ folder."""
     return LocalRepo(snapshot, repo_id, sha, boundary=snapshot.parents[1])
-
-
-def _tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
-    return [tokenizer.encode(prompt).ids for prompt in prompts]
 
 
 def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:

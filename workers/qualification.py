@@ -26,8 +26,8 @@ from kernel.repos import LocalRepo, gate_check
 from workers import metrics
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling
-from workers.exact import next_token_distributions
-from workers.workloads import load_suite
+from workers.exact import exact_model
+from workers.workloads import load_suite, tokenize
 
 TOY = Path(__file__).resolve().parent.parent / "zoo" / "models" / "spechub-toy"
 VERIFIER = "llama-verifier"
@@ -131,11 +131,8 @@ def qualify(settings: Settings, report: Report | None = None) -> q.Record:
 
 def probe_plans(settings: Settings) -> list[ProbePlan]:
     """Tokenize the probes, read the exact distribution of their first two tokens, size each test."""
-    from tokenizers import Tokenizer
-
     verifier = settings.models / VERIFIER
-    tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
-    prefixes = [tokenizer.encode(text).ids for text in PROBES]
+    prefixes = tokenize(verifier, list(PROBES))
     alpha = settings.alpha / (len(PROBES) * len(settings.modes))
     joints = two_token_distributions(verifier, prefixes, settings)
     return [_plan(settings, text, ids, joint, alpha) for text, ids, joint in zip(PROBES, prefixes, joints, strict=True)]
@@ -147,10 +144,11 @@ def two_token_distributions(verifier: Path, prefixes: list[list[int]], settings:
 
     eos = json.loads((verifier / "config.json").read_text()).get("eos_token_id")
     ends = set(eos) if isinstance(eos, list) else {eos}
-    firsts = next_token_distributions(verifier, prefixes, settings.temperature, settings.dtype)
-    chosen = [sorted(first, key=first.__getitem__, reverse=True)[:FIRST_TOKENS] for first in firsts]
-    expand = [(i, t) for i, tokens in enumerate(chosen) for t in tokens if t not in ends]
-    seconds = next_token_distributions(verifier, [[*prefixes[i], t] for i, t in expand], settings.temperature, settings.dtype)
+    with exact_model(verifier, settings.temperature, settings.dtype) as distributions:
+        firsts = distributions(prefixes)
+        chosen = [sorted(first, key=first.__getitem__, reverse=True)[:FIRST_TOKENS] for first in firsts]
+        expand = [(i, t) for i, tokens in enumerate(chosen) for t in tokens if t not in ends]
+        seconds = distributions([[*prefixes[i], t] for i, t in expand])
     joints: list[dict[int, float]] = [
         {t * KEY + STOP: firsts[i][t] for t in chosen[i] if t in ends} for i in range(len(prefixes))
     ]
@@ -241,10 +239,7 @@ def _probe(engine: Engine, settings: Settings, mode: str, plan: ProbePlan) -> q.
 
 def _greedy(engine: Engine, settings: Settings) -> q.Greedy:
     """Greedy decoding with the verifier as its own draft: every drafted token must be accepted."""
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(settings.models / VERIFIER / "tokenizer.json"))
-    prompts = [tokenizer.encode(prompt).ids for _, prompt in load_suite("toy-v1").prompts()[::4]]
+    prompts = tokenize(settings.models / VERIFIER, [prompt for _, prompt in load_suite("toy-v1").prompts()[::4]])
     before = engine.counters()
     engine.generate(prompts, Sampling(temperature=0, max_tokens=32))
     found = metrics.acceptance(engine.counters() - before)

@@ -74,3 +74,11 @@ def parse_suite(document: Any) -> Suite:
         categories={c: tuple(v) for c, v in prompts.items()},
         sha256=hashlib.sha256(canonical.encode()).hexdigest(),
     )
+
+
+def tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:
+    """Return the prompts' token ids under the verifier's own tokenizer."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
+    return [tokenizer.encode(prompt).ids for prompt in prompts]
