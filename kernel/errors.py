@@ -159,6 +159,32 @@ ERRORS: dict[str, ErrorText] = {
         "A measuring server failed requests during the timed blocks.",
         "Read the server's error in the message; the run retries on another attempt.",
     ),
+    "workload:invalid": ErrorText(
+        Fault.USER,
+        "The workload file has a request SpecHub cannot read.",
+        'Fix the line and field named in the message (see the README\'s "Your own traffic" for the formats), then upload again.',
+    ),
+    "workload:too-large": ErrorText(
+        Fault.USER,
+        "The workload is over a size limit.",
+        "Upload a smaller sample: SpecHub down-samples large files itself, but the file must fit the limits named.",
+    ),
+    "workload:too-long": ErrorText(
+        Fault.USER,
+        "A prompt does not fit the engine's context once templated.",
+        "Shorten or remove the request named, or lower its max_tokens, so the prompt plus its output fits.",
+    ),
+    "workload:template-unsafe": ErrorText(
+        Fault.USER,
+        "The verifier's chat template tried something the sandbox forbids.",
+        "Chat templates may only format messages: use a verifier whose template stays out of Python internals, "
+        "or upload plain prompts.",
+    ),
+    "workload:template-invalid": ErrorText(
+        Fault.USER,
+        "The verifier's chat template failed to render these messages.",
+        "Read the template's error in the message; upload plain prompts, or messages the template accepts.",
+    ),
     "run:invalid-spec": ErrorText(
         Fault.USER,
         "The run's specification is invalid.",

@@ -178,6 +178,8 @@ class WorkloadFigures(TypedDict):
 class Suite(TypedDict):
     suite: str
     sha256: str
+    prompts: NotRequired[int]  # the distinct prompts measured; never the prompts themselves
+    private: NotRequired[bool]  # a user's own workload
 
 
 class Environment(TypedDict, total=False):

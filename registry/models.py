@@ -40,6 +40,7 @@ class WorkloadCategory(models.TextChoices):
     MATH = "math"
     QA = "qa"
     RAG = "rag"
+    CUSTOM = "custom"
 
 
 class HubModel(models.Model):
@@ -156,6 +157,59 @@ class Priority(models.IntegerChoices):
     LOW = 9
 
 
+class Workload(models.Model):
+    """A user's own traffic: a seeded sample of their requests, private to them and to staff.
+
+    `sample` holds the normalised requests (kernel.workloads.Request.as_dict); deleting the workload
+    empties it and keeps the row, so runs on it keep their aggregate figures and their identity.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workloads")
+    name = models.CharField(max_length=100)
+    verifier = models.ForeignKey(HubModel, on_delete=models.PROTECT, related_name="workloads")
+    sha256 = models.CharField(max_length=64, db_index=True)
+    format = models.CharField(max_length=16)
+    total_requests = models.PositiveIntegerField()
+    unique_requests = models.PositiveIntegerField()
+    seed = models.PositiveIntegerField(default=0)
+    size_bytes = models.PositiveIntegerField(default=0)
+    categories = models.JSONField(default=dict, blank=True)
+    sample = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "verifier", "sha256"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="workload_unique_per_owner",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"workload {self.pk} ({self.sha256[:12]})"
+
+    @property
+    def sampled(self) -> int:
+        return len(self.sample)
+
+
+class RunQuerySet(models.QuerySet["CertificationRun"]):
+    def public(self) -> RunQuerySet:
+        """Runs on the public suite: what the catalog, its pages and its API may show anyone."""
+        return self.filter(workload__isnull=True)
+
+    def visible_to(self, user: object) -> RunQuerySet:
+        """Public runs, plus runs on the user's own workloads (every run, for staff)."""
+        if getattr(user, "is_staff", False):
+            return self
+        if not getattr(user, "is_authenticated", False):
+            return self.public()
+        return self.filter(models.Q(workload__isnull=True) | models.Q(workload__owner=user))
+
+
 class CertificationRun(models.Model):
     """One attempt to certify a pair on one engine build and hardware class.
 
@@ -164,6 +218,8 @@ class CertificationRun(models.Model):
     """
 
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="runs")
+    # A user's own workload, private to them; null for the public suite, the only runs the catalog shows.
+    workload = models.ForeignKey(Workload, on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
     engine = models.CharField(max_length=32)
     engine_version = models.CharField(max_length=64, blank=True)
     hardware = models.CharField(max_length=32)
@@ -189,6 +245,8 @@ class CertificationRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

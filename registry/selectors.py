@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypedDict
 
@@ -53,6 +54,9 @@ def run_spec(*, run: CertificationRun) -> RunSpec:
     """Return the Django-free spec the director runs from."""
     pair = run.pair
     draft = ModelRef(pair.draft.repo_id, pair.draft.sha) if pair.draft else None
+    plan = measuring_plan()
+    if run.workload is not None:  # the worker reads it from the file the certify task leaves for this run
+        plan = replace(plan, workloads=f"sha256:{run.workload.sha256}")
     return RunSpec(
         run_id=run.pk,
         attempt=run.attempts,
@@ -65,7 +69,7 @@ def run_spec(*, run: CertificationRun) -> RunSpec:
         verifier_dtype=pair.verifier_dtype,
         draft_dtype=pair.draft_dtype,
         options=dict(pair.options),
-        plan=measuring_plan(),
+        plan=plan,
     )
 
 
@@ -87,7 +91,7 @@ def measuring_plan() -> Plan:
 
 def latest_finished_run(*, pair: Pair, hardware: str | None = None) -> CertificationRun | None:
     """Return the pair's newest finished run (on `hardware` when given)."""
-    runs = pair.runs.filter(state=RunState.FINISHED)
+    runs = pair.runs.public().filter(state=RunState.FINISHED)
     if hardware:
         runs = runs.filter(hardware=hardware)
     return runs.order_by("-finished_at", "-id").first()
@@ -261,9 +265,9 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "results": list(run.results.all()) if run else [],
         "equivalence": result.equivalence(document) or {},
         "environment": result.environment(document),
-        "history": list(pair.runs.order_by("-created_at", "-id")[:50]),
+        "history": list(pair.runs.public().order_by("-created_at", "-id")[:50]),
         "gate": pair.compatibility or {},
-        "certificate": pair.certificates.first(),
+        "certificate": pair.certificates.filter(run__workload__isnull=True).first(),
         "regressions": list(pair.regressions.select_related("previous_run__pair__draft")),
         "rtol_percent": round(settings.SPECHUB_REGRESSION_RTOL * 100, 2),
     }
@@ -282,11 +286,12 @@ def submission_quota(*, user: Any) -> dict[str, int | str]:
     return {"used": used, "limit": int(count), "period": period}
 
 
-def runs_queue() -> QuerySet[CertificationRun]:
-    """Return runs, those still going first (oldest first, as the queue serves them), then the rest newest first."""
+def runs_queue(*, user: Any) -> QuerySet[CertificationRun]:
+    """Return the runs `user` may see: those still going first (oldest first, as the queue serves them), then newest first."""
     going = Case(When(state__in=[s.value for s in FINAL_STATES], then=Value(1)), default=Value(0))
     return (
-        CertificationRun.objects.select_related("pair__verifier", "pair__draft")
+        CertificationRun.objects.visible_to(user)
+        .select_related("pair__verifier", "pair__draft")
         .annotate(finished=going)
         .order_by("finished", "-created_at", "-id")
     )
@@ -311,7 +316,8 @@ def previous_lineage_run(*, run: CertificationRun) -> CertificationRun | None:
     """
     pair = run.pair
     return (
-        CertificationRun.objects.filter(
+        CertificationRun.objects.public()
+        .filter(
             state=RunState.FINISHED,
             hardware=run.hardware,
             pair__verifier__repo_id=pair.verifier.repo_id,

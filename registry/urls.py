@@ -5,7 +5,7 @@ from django.contrib.auth.views import LoginView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from registry import views
+from registry import views, workload_views
 from registry.logins import AdminSignInForm, SignInForm
 from registry.metrics import metrics
 
@@ -23,6 +23,10 @@ urlpatterns = [
     path("matrix/", views.matrix, name="matrix"),
     path("engines/", views.engines, name="engines"),
     path("imports/", views.imports, name="imports"),
+    path("workloads/", workload_views.workloads, name="workloads"),
+    path("workloads/<int:pk>/", workload_views.workload_detail, name="workload"),
+    path("workloads/<int:pk>/delete/", workload_views.workload_remove, name="workload-delete"),
+    path("workloads/<int:pk>/export.jsonl", workload_views.workload_export, name="workload-export"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

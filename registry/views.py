@@ -106,14 +106,15 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     """Runs still going first, then the most recent ones, with state, stage and progress."""
-    page = Paginator(runs_queue(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(runs_queue(user=request.user), PAGE_SIZE).get_page(request.GET.get("page"))
     going = any(not run.is_final for run in page.object_list)
     return render(request, "registry/queue.html", {"page": page, "going": going})
 
 
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(CertificationRun.objects.select_related("pair__verifier", "pair__draft"), pk=pk)
+    runs = CertificationRun.objects.visible_to(request.user)  # another user's private run is a 404, not a 403
+    run = get_object_or_404(runs.select_related("pair__verifier", "pair__draft"), pk=pk)
     error = ERRORS.get(run.error_code)
     return render(request, "registry/run.html", {"run": run, "hint": error.hint if error else "", **run_figures(run)})
 

@@ -118,6 +118,7 @@ def gate(bench: Workbench, report: Tick) -> dict[str, object]:
         config.pop("revision", None)
         config["model"] = str(bench.paths["draft"])
     bench.engine_config = config
+    bench.suite = bench.suite.rendered(bench.paths["verifier"], spec.plan.max_model_len)
     bench.categories = [category for category, _ in bench.suite.prompts()]
     bench.prompts = tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
     return judged.as_dict()
@@ -204,13 +205,15 @@ def baseline(bench: Workbench, report: Tick) -> result.BaselineStage:
     """The verifier alone, offline: greedy outputs, kept per (verifier, engine build, hardware, suite, conditions).
 
     Only outputs are kept: timings are never reused, the throughput stage times both sides afresh.
+    A user's private workload is never cached: its outputs live only as long as the run.
     """
     key = baselines.key(bench.spec, bench.suite.sha256)
-    cached = cast(Measured | None, baselines.load(key))
+    cached = None if bench.suite.private else cast(Measured | None, baselines.load(key))
     hit = cached is not None
     if cached is None:
         cached = measure(bench, speculative=False, report=report)
-        baselines.store(key, cached)
+        if not bench.suite.private:
+            baselines.store(key, cached)
     bench.baseline = cached
     return {"cache": {"key": key, "hit": hit}, "start_seconds": cached["start_seconds"], "manifest": cached["manifest"]}
 
@@ -436,7 +439,12 @@ def environment(bench: Workbench) -> result.Environment:
         "enforce_eager": plan.enforce_eager,
         "k": bench.spec.num_speculative_tokens,
         "seed": plan.seed,
-        "workloads": {"suite": bench.suite.label, "sha256": bench.suite.sha256},
+        "workloads": {
+            "suite": bench.suite.label,
+            "sha256": bench.suite.sha256,
+            "prompts": len(bench.prompts),
+            "private": bench.suite.private,
+        },
         "speculative_config": bench.engine_config,
     }
 

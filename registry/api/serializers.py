@@ -182,8 +182,8 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     class Meta:
         model = CertificationRun
         fields = [
-            "id", "pair", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state", "stage",
-            "progress", "attempts",
+            "id", "pair", "workload", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state",
+            "stage", "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
             "verdict", "speed", "latency", "measurement", "smoke", "results",
         ]  # fmt: skip
@@ -264,12 +264,12 @@ class PairDetailOut(PairOut):
         fields = [*PairOut.Meta.fields, "compatibility", "format_metadata", "latest_run", "certificate", "regressions"]
 
     def get_latest_run(self, pair: Pair) -> dict[str, Any] | None:
-        run = pair.runs.order_by("-created_at", "-id").first()
+        run = pair.runs.public().order_by("-created_at", "-id").first()
         return RunOut(run).data if run else None
 
     @extend_schema_field(CertificateOut(allow_null=True))
     def get_certificate(self, pair: Pair) -> dict[str, Any] | None:
-        certificate = pair.certificates.first()
+        certificate = pair.certificates.filter(run__workload__isnull=True).first()
         return CertificateOut(certificate).data if certificate else None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
@@ -66,12 +67,17 @@ class PairDetail(generics.RetrieveAPIView[Pair]):
 
 class RunList(generics.ListAPIView[CertificationRun]):
     serializer_class = s.RunOut
-    queryset = CertificationRun.objects.prefetch_related("results").order_by("-created_at", "-id")
+
+    def get_queryset(self) -> QuerySet[CertificationRun]:
+        runs = CertificationRun.objects.visible_to(self.request.user)
+        return runs.prefetch_related("results").order_by("-created_at", "-id")
 
 
 class RunDetail(generics.RetrieveAPIView[CertificationRun]):
     serializer_class = s.RunOut
-    queryset = CertificationRun.objects.prefetch_related("results")
+
+    def get_queryset(self) -> QuerySet[CertificationRun]:
+        return CertificationRun.objects.visible_to(self.request.user).prefetch_related("results")
 
 
 class EngineList(APIView):
@@ -100,7 +106,7 @@ class RunCancel(APIView):
 
     @extend_schema(request=None, responses=s.RunOut)
     def post(self, request: Request, pk: int) -> Response:
-        run = generics.get_object_or_404(CertificationRun, pk=pk)
+        run = generics.get_object_or_404(CertificationRun.objects.visible_to(request.user), pk=pk)
         if not (request.user.is_staff or run.requested_by_id == request.user.pk):
             raise PermissionDenied("Only the user who requested this run, or staff, may cancel it.")
         return Response(s.RunOut(run_cancel(run_id=run.pk)).data)
@@ -210,12 +216,19 @@ class CertificateDetail(generics.RetrieveAPIView[Certificate]):
     """One certificate's summary; `download` is the exact signed file."""
 
     serializer_class = s.CertificateOut
-    queryset = Certificate.objects.all()
+
+    def get_queryset(self) -> QuerySet[Certificate]:
+        return visible_certificates(self.request.user)
+
+
+def visible_certificates(user: Any) -> QuerySet[Certificate]:
+    """Certificates of the runs `user` may see: a private workload's are its owner's (and staff's)."""
+    return Certificate.objects.filter(run__in=CertificationRun.objects.visible_to(user))
 
 
 def certificate_download(request: HttpRequest, pk: int) -> HttpResponse:
     """Return the certificate file byte for byte: any re-rendering would break its signature."""
-    certificate = get_object_or_404(Certificate, pk=pk)
+    certificate = get_object_or_404(visible_certificates(request.user), pk=pk)
     response = HttpResponse(certificate.document.encode(), content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="spechub-certificate-{certificate.run_id}.json"'
     return response

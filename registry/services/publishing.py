@@ -21,7 +21,13 @@ from registry.services.regressions import run_regressions_record
 
 
 def run_publish(*, run: CertificationRun) -> Certificate | None:
-    """Publish a run that just finished, inside its transaction; return its certificate."""
+    """Publish a run that just finished, inside its transaction; return its certificate.
+
+    A run on a user's own workload is private: it gets its certificate (which carries the workload's hash and
+    counts, never its prompts) and nothing public: no listing, regression, webhook or Hub PR.
+    """
+    if run.workload_id is not None:
+        return certificate_issue(run=run)
     pair_listing_update(run=run)
     certificate = certificate_issue(run=run)
     regressions = run_regressions_record(run=run)
@@ -49,9 +55,9 @@ def certificates_publish_pending(*, now: datetime | None = None) -> list[int]:
     if not settings.SPECHUB_HUB_PUBLISH:
         return []
     lapsed = (now or timezone.now()) - timedelta(seconds=settings.SPECHUB_HUB_PR_LEASE_SECONDS)
-    pending = Certificate.objects.filter(pair__draft__isnull=False, hub_pr_url="", hub_pr_error="").filter(
-        Q(hub_pr_dispatched_at__isnull=True) | Q(hub_pr_dispatched_at__lt=lapsed)
-    )
+    pending = Certificate.objects.filter(
+        pair__draft__isnull=False, run__workload__isnull=True, hub_pr_url="", hub_pr_error=""
+    ).filter(Q(hub_pr_dispatched_at__isnull=True) | Q(hub_pr_dispatched_at__lt=lapsed))
     dispatched = []
     for certificate in pending[:100]:
         with transaction.atomic():

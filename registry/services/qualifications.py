@@ -61,7 +61,7 @@ def runs_rejudge(*, record: q.Record) -> list[CertificationRun]:
             continue
         run.result = judged
         run.save(update_fields=["result"])
-        if run.pair.latest_run_id == run.pk:
+        if run.pair.latest_run_id == run.pk and run.workload_id is None:
             pair_listing_update(run=run)
         certificate_issue(run=run)
         changed.append(run)

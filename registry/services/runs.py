@@ -20,7 +20,7 @@ from kernel.errors import Fault, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
 from registry.dispatch import task_send
-from registry.models import CertificationRun, Pair, Priority, RunTrigger, WorkloadResult
+from registry.models import CertificationRun, Pair, Priority, RunTrigger, Workload, WorkloadResult
 from registry.selectors import run_spec
 from registry.services.publishing import run_publish
 from registry.services.qualifications import document_judge
@@ -93,8 +93,9 @@ def run_create(
     trigger: str = RunTrigger.MANUAL,
     requested_by: Any = None,
     priority: int = Priority.NORMAL,
+    workload: Workload | None = None,
 ) -> CertificationRun:
-    """Queue a certification of `pair` on `hardware`; it is dispatched after commit."""
+    """Queue a certification of `pair` on `hardware` (on a user's own `workload`, privately); dispatched after commit."""
     if hardware not in hardware_queues():
         raise ValidationError(f"Unknown hardware class {hardware!r}; use one of {hardware_queues()}.", code="unknown-hardware")
     run = CertificationRun.objects.create(
@@ -104,6 +105,7 @@ def run_create(
         trigger=trigger,
         requested_by=requested_by,
         priority=priority,
+        workload=workload,
         max_attempts=settings.SPECHUB_RUN_MAX_ATTEMPTS,
     )
     transaction.on_commit(lambda: run_dispatch(run_id=run.pk))

@@ -22,6 +22,7 @@ from kernel.result import ResultDocument
 from kernel.spec import RunSpec
 from registry.celery import app
 from registry.services import runs
+from registry.services.workloads import workload_file
 from registry.tasks.heartbeat import Heartbeat
 from registry.tasks.timelimit import TimeLimits
 
@@ -54,7 +55,11 @@ class CertifyTask(Task):  # type: ignore[type-arg]
 
     def _attempt(self, spec: RunSpec) -> str:
         try:
-            with self._limits(spec), Heartbeat(lambda: _beat(spec), settings.SPECHUB_HEARTBEAT_SECONDS):
+            with (
+                self._limits(spec),
+                Heartbeat(lambda: _beat(spec), settings.SPECHUB_HEARTBEAT_SECONDS),
+                workload_file(run_id=spec.run_id, reference=spec.plan.workloads),
+            ):
                 document = self._direct(spec)
             runs.run_finish(run_id=spec.run_id, attempt=spec.attempt, document=document)
         except runs.RunNotActive as gone:

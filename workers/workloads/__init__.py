@@ -3,23 +3,33 @@
 A suite is a JSON file:
     {"name": str, "version": int, "max_tokens": int,
      "categories": {"<category>": ["prompt", ...], ...}}
-Categories are code, translation, summarization, chat, math, qa and rag; a
-suite may cover a subset. The hash is over the canonical JSON, so any edit to
-a prompt makes a new suite identity and a new baseline. A user-supplied suite
-is the same format, loaded from its path.
+Categories are code, translation, summarization, chat, math, qa, rag and
+custom; a suite may cover a subset. The hash is over the canonical JSON, so any
+edit to a prompt makes a new suite identity and a new baseline.
+
+A user's own traffic comes in any format kernel.workloads reads: a file at a
+path (the worker CLI), or `sha256:<hex>`, a registry workload the certify task
+wrote to SPECHUB_WORKLOAD_DIR for this run. Such a suite is private: its
+baseline outputs are never cached, and it is identified by the workload's hash.
+Chat requests are rendered with the verifier's template once its snapshot is
+fetched (`Suite.rendered`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import os
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kernel.errors import UserError
+from kernel.workloads import CATEGORIES, KINDS, REFERENCE, ChatTemplate, Limits, Request, Workload, read_workload, rendered
 
-CATEGORIES = ("code", "translation", "summarization", "chat", "math", "qa", "rag")
+__all__ = ["CATEGORIES", "KINDS", "Suite", "load_suite", "parse_suite", "tokenize", "workload_dir"]
+
 SUITES = Path(__file__).parent
 MAX_PROMPTS = 1000
 
@@ -31,6 +41,8 @@ class Suite:
     max_tokens: int
     categories: dict[str, tuple[str, ...]]
     sha256: str
+    private: bool = False
+    pending: Workload | None = None  # a user's requests, prompts once rendered with the verifier's template
 
     @property
     def label(self) -> str:
@@ -38,19 +50,76 @@ class Suite:
 
     def prompts(self) -> list[tuple[str, str]]:
         """Return (category, prompt) pairs in a stable order."""
-        return [(category, prompt) for category in CATEGORIES for prompt in self.categories.get(category, ())]
+        return [(category, prompt) for category in KINDS for prompt in self.categories.get(category, ())]
+
+    def rendered(self, verifier: Path, max_model_len: int) -> Suite:
+        """Return the suite with a user's requests rendered by the verifier's chat template and length-checked."""
+        if self.pending is None:
+            return self
+        config = (
+            json.loads((verifier / "tokenizer_config.json").read_text())
+            if (verifier / "tokenizer_config.json").exists()
+            else None
+        )
+        encoder = _encoder(verifier)
+        done = rendered(self.pending, ChatTemplate.from_tokenizer_config(config), encoder, max_model_len)
+        return replace(self, categories=_by_category(done.sample), pending=None)
+
+
+def workload_dir() -> Path:
+    """Where the certify task leaves a registry workload for the run that measures it."""
+    return Path(os.environ.get("SPECHUB_WORKLOAD_DIR", "var/workloads"))
 
 
 def load_suite(name_or_path: str) -> Suite:
-    """Return the bundled suite `name` (e.g. 'toy-v1') or the suite file at a path."""
-    path = Path(name_or_path)
+    """Return the bundled suite `name` (e.g. 'toy-v1'), a registry workload `sha256:<hex>`, or the file at a path."""
+    reference = REFERENCE.fullmatch(name_or_path)
+    path = workload_dir() / f"{reference[1]}.jsonl" if reference else Path(name_or_path)
+    if reference:
+        return replace(_read_workload(path, name_or_path), name="workload", sha256=reference[1])
     if not path.suffix:
-        path = SUITES / f"{name_or_path}.json"
+        return _read_suite(SUITES / f"{name_or_path}.json", name_or_path)
+    suite = _read_workload(path, name_or_path)
+    if suite.pending is not None and suite.pending.format == "suite":  # SpecHub's own format keeps its identity and baselines
+        return _read_suite(path, name_or_path)
+    return suite
+
+
+def _read_workload(path: Path, name: str) -> Suite:
+    try:
+        with path.open("rb") as stream:
+            workload = read_workload(iter(lambda: stream.read(1 << 16), b""), limits=Limits(sample_size=MAX_PROMPTS))
+    except OSError as exc:
+        raise UserError("run:invalid-spec", f"Workload file {name!r} cannot be read: {exc}.") from exc
+    return _from_workload(workload, path.stem)
+
+
+def _read_suite(path: Path, name: str) -> Suite:
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise UserError("run:invalid-spec", f"Workload suite {name_or_path!r} cannot be read: {exc}.") from exc
+        raise UserError("run:invalid-spec", f"Workload suite {name!r} cannot be read: {exc}.") from exc
     return parse_suite(document)
+
+
+def _from_workload(workload: Workload, name: str) -> Suite:
+    """A user's upload as a private suite; its prompts wait for the verifier's template."""
+    return Suite(
+        name=re.sub(r"[^A-Za-z0-9_.-]", "-", name)[:60] or "workload",
+        version=1,
+        max_tokens=workload.max_tokens,
+        categories={},
+        sha256=workload.sha256,
+        private=True,
+        pending=workload,
+    )
+
+
+def _by_category(requests: tuple[Request, ...]) -> dict[str, tuple[str, ...]]:
+    found: dict[str, list[str]] = {}
+    for request in requests:
+        found.setdefault(request.category, []).append(request.text or "")
+    return {kind: tuple(found[kind]) for kind in KINDS if kind in found}
 
 
 def parse_suite(document: Any) -> Suite:
@@ -61,8 +130,8 @@ def parse_suite(document: Any) -> Suite:
     categories = document.get("categories")
     if not isinstance(name, str) or not name or not isinstance(version, int) or not isinstance(max_tokens, int):
         raise UserError("run:invalid-spec", "A workload suite needs a name (string), version and max_tokens (integers).")
-    if not isinstance(categories, dict) or not categories or set(categories) - set(CATEGORIES):
-        raise UserError("run:invalid-spec", f"Suite categories must be a non-empty subset of {list(CATEGORIES)}.")
+    if not isinstance(categories, dict) or not categories or set(categories) - set(KINDS):
+        raise UserError("run:invalid-spec", f"Suite categories must be a non-empty subset of {list(KINDS)}.")
     prompts = {c: v for c, v in categories.items() if isinstance(v, list) and all(isinstance(p, str) and p for p in v)}
     if prompts.keys() != categories.keys() or sum(len(v) for v in prompts.values()) > MAX_PROMPTS:
         raise UserError("run:invalid-spec", f"Each category holds a list of non-empty prompts, at most {MAX_PROMPTS} in all.")
@@ -82,3 +151,10 @@ def tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:
 
     tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
     return [tokenizer.encode(prompt).ids for prompt in prompts]
+
+
+def _encoder(verifier: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
+    return lambda text: len(tokenizer.encode(text).ids)

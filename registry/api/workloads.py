@@ -1,0 +1,205 @@
+"""The API of users' own traffic: upload, list, read, delete, certify on, compare, export.
+
+A workload is its owner's (and staff's): anyone else gets a 404 on every endpoint, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import Http404, HttpRequest, StreamingHttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, status
+from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry.api.serializers import RunOut
+from registry.models import Pair, Workload
+from registry.services.workloads import workload_certify, workload_create, workload_delete
+from registry.workload_report import (
+    bench_command,
+    export_lines,
+    sample_line,
+    workload_candidates,
+    workload_for,
+    workload_report,
+    workloads_of,
+)
+
+CHUNK = 1 << 16
+
+
+class WorkloadOut(serializers.ModelSerializer[Workload]):
+    verifier = serializers.CharField(source="verifier.repo_id")
+    verifier_sha = serializers.CharField(source="verifier.sha")
+    sampled = serializers.IntegerField()
+    measured = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Workload
+        fields = ["id", "name", "verifier", "verifier_sha", "sha256", "format", "total_requests", "unique_requests",
+                  "sampled", "seed", "size_bytes", "categories", "measured", "created_at", "deleted_at"]  # fmt: skip
+
+    def get_measured(self, workload: Workload) -> str:
+        """What a run measures of the upload: '200 of your 10,000 requests, seed 0'."""
+        return sample_line(workload)
+
+
+class WorkloadIn(serializers.Serializer[Any]):
+    name = serializers.CharField(max_length=100, required=False, default="")
+    verifier = serializers.CharField(max_length=200)
+    file = serializers.FileField(required=False)
+    content = serializers.CharField(required=False, trim_whitespace=False, help_text="The file's text, for a JSON body.")
+
+
+class CertifyIn(serializers.Serializer[Any]):
+    drafts = serializers.JSONField(help_text='Pair ids to certify on the workload, or "all" gate-compatible drafts.')
+    hardware = serializers.CharField(default="cpu", max_length=32)
+
+
+def _owned(request: Request | HttpRequest, pk: int) -> Workload:
+    workload = workload_for(user=request.user, pk=pk)
+    if workload is None:
+        raise Http404("No such workload.")
+    return workload
+
+
+class WorkloadList(APIView):
+    """GET: your workloads. POST: upload one (multipart `file`, or JSON `content`); 201 new, 200 the same upload again."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    parser_classes = [MultiPartParser, JSONParser]
+
+    @extend_schema(responses=WorkloadOut(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(WorkloadOut(workloads_of(user=request.user).filter(deleted_at__isnull=True)[:200], many=True).data)
+
+    @extend_schema(request=WorkloadIn, responses={201: WorkloadOut, 200: WorkloadOut})
+    def post(self, request: Request) -> Response:
+        given = WorkloadIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        workload, created = workload_create(
+            owner=request.user, name=data["name"], verifier_repo_id=data["verifier"], chunks=_chunks(data)
+        )
+        return Response(WorkloadOut(workload).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def _chunks(data: dict[str, Any]) -> Iterator[bytes]:
+    if data.get("file") is not None:
+        return iter(data["file"].chunks(CHUNK))
+    if data.get("content"):
+        encoded = data["content"].encode()
+        return iter(encoded[i : i + CHUNK] for i in range(0, len(encoded), CHUNK))
+    raise DRFValidationError({"file": "Upload the workload as multipart `file`, or its text as JSON `content`."})
+
+
+class WorkloadDetail(APIView):
+    """GET: one of your workloads. DELETE: remove its prompts; its runs keep their aggregate figures."""
+
+    @extend_schema(responses=WorkloadOut)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(WorkloadOut(_owned(request, pk)).data)
+
+    @extend_schema(responses=WorkloadOut)
+    def delete(self, request: Request, pk: int) -> Response:
+        return Response(WorkloadOut(workload_delete(workload=_owned(request, pk))).data)
+
+
+class WorkloadCertify(APIView):
+    """Certify drafts for the workload's verifier on it, privately; the runs queue on the hardware class."""
+
+    @extend_schema(request=CertifyIn, responses={201: RunOut(many=True)})
+    def post(self, request: Request, pk: int) -> Response:
+        workload = _owned(request, pk)
+        given = CertifyIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        pairs = _pairs(workload, given.validated_data["drafts"])
+        runs = workload_certify(
+            workload=workload, pairs=pairs, hardware=given.validated_data["hardware"], requested_by=request.user
+        )
+        return Response(RunOut(runs, many=True).data, status=status.HTTP_201_CREATED)
+
+
+def _pairs(workload: Workload, drafts: object) -> list[Pair]:
+    candidates = workload_candidates(workload=workload)
+    if drafts == "all":
+        return list(candidates)
+    if not isinstance(drafts, list) or not all(type(d) is int for d in drafts) or not 1 <= len(drafts) <= 50:
+        raise DRFValidationError({"drafts": 'Give a list of 1 to 50 pair ids, or "all".'})
+    found = {pair.pk: pair for pair in candidates.filter(pk__in=drafts)}
+    missing = [d for d in drafts if d not in found]
+    if missing:
+        raise DRFValidationError({"drafts": f"Pairs {missing} are not gate-compatible drafts for {workload.verifier.repo_id}."})
+    return [found[d] for d in drafts]
+
+
+class WorkloadReport(APIView):
+    """The candidates measured on the workload, side by side with the public suite, and the recommendation."""
+
+    @extend_schema(responses=dict[str, Any])
+    def get(self, request: Request, pk: int) -> Response:
+        workload = _owned(request, pk)
+        report = workload_report(workload=workload, concurrency=_concurrency(request.query_params.get("concurrency")))
+        return Response(report_json(workload, report))
+
+
+def _concurrency(given: str | None) -> int:
+    try:
+        value = int(given or 1)
+    except ValueError:
+        raise DRFValidationError({"concurrency": "Give a whole number of concurrent requests, e.g. 4."}) from None
+    if not 1 <= value <= 4096:
+        raise DRFValidationError({"concurrency": "Concurrency runs from 1 to 4096."})
+    return value
+
+
+def report_json(workload: Workload, report: dict[str, Any]) -> dict[str, Any]:
+    recommendation = report["recommendation"]
+    return {
+        "workload": WorkloadOut(workload).data,
+        "concurrency": report["concurrency"],
+        "candidates": [_candidate_json(c) for c in report["candidates"]],
+        "running": [run.pk for run in report["going"]],
+        "recommendation": recommendation
+        and {
+            "pair": recommendation["choice"]["pair"].pk if recommendation.get("choice") else None,
+            "reason": recommendation["reason"],
+        },
+        "export": {"command": bench_command(workload)},
+    }
+
+
+def _candidate_json(candidate: dict[str, Any]) -> dict[str, Any]:
+    pair, public = candidate["pair"], candidate["public"]
+    return {
+        "pair": pair.pk,
+        "draft": pair.draft.repo_id if pair.draft else pair.method,
+        "method": pair.method,
+        "run": candidate["run"].pk,
+        "acceptance": candidate["acceptance"],
+        "speed": candidate["speed"],
+        "break_even": {"faster_up_to": candidate["break_even"][0], "slower_from": candidate["break_even"][1]},
+        "properties": candidate["properties"],
+        "equivalent": candidate["equivalent"],
+        "at_concurrency": candidate["at"],
+        "public_suite": public and {"run": public["run"].pk, "acceptance": public["acceptance"], "speed_c1": public["speed_c1"]},
+    }
+
+
+class WorkloadExport(APIView):
+    """The measured sample in vLLM's benchmark-client custom dataset format (JSONL), for re-measuring elsewhere."""
+
+    @extend_schema(responses={(200, "application/jsonl"): str})
+    def get(self, request: Request, pk: int) -> StreamingHttpResponse:
+        return export_response(_owned(request, pk))
+
+
+def export_response(workload: Workload) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(export_lines(workload=workload), content_type="application/jsonl")
+    response["Content-Disposition"] = f'attachment; filename="workload-{workload.pk}.jsonl"'
+    return response

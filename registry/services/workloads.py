@@ -1,0 +1,180 @@
+"""Writes for users' own traffic: upload a workload, certify drafts on it, delete it, and hand it to a worker.
+
+A workload is private to its owner (and staff); its runs are published nowhere public (services.publishing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from kernel import workloads as kw
+from kernel.errors import UserError
+from registry.models import CertificationRun, HubModel, Pair, Role, RunTrigger, Workload
+from registry.selectors import measuring_plan
+from registry.services.gate import hub_client
+from registry.services.runs import run_cancel, run_create
+from registry.states import FINAL_STATES
+
+
+def workload_limits() -> kw.Limits:
+    """Return what an upload may hold on this deployment."""
+    return kw.Limits(
+        max_bytes=settings.SPECHUB_WORKLOAD_MAX_BYTES,
+        max_requests=settings.SPECHUB_WORKLOAD_MAX_REQUESTS,
+        sample_size=settings.SPECHUB_WORKLOAD_SAMPLE,
+        seed=settings.SPECHUB_WORKLOAD_SEED,
+        default_max_tokens=settings.SPECHUB_WORKLOAD_MAX_TOKENS,
+    )
+
+
+class _Counted:
+    """The upload's chunks, counting their bytes as the parser pulls them."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks, self.size = chunks, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.chunks:
+            self.size += len(chunk)
+            yield chunk
+
+
+def workload_create(*, owner: Any, name: str, verifier_repo_id: str, chunks: Iterable[bytes]) -> tuple[Workload, bool]:
+    """Store the upload in `chunks` as `owner`'s workload for the verifier; (the row, whether it is new).
+
+    Every request is checked as it streams in; the sample is rendered with the verifier's chat template
+    and length-checked before anything is stored. The same requests uploaded again return the first row.
+    """
+    verifier = _verifier(verifier_repo_id)
+    _check_quota(owner)
+    counted = _Counted(chunks)
+    parsed = kw.read_workload(counted, limits=workload_limits())
+    existing = Workload.objects.filter(owner=owner, verifier=verifier, sha256=parsed.sha256, deleted_at__isnull=True).first()
+    if existing is not None:
+        return existing, False
+    template, encode = _verifier_text(verifier.repo_id, verifier.sha)
+    done = kw.rendered(parsed, template, encode, measuring_plan().max_model_len)
+    workload = Workload.objects.create(
+        owner=owner,
+        name=(name.strip() or f"{done.format} upload")[:100],
+        verifier=verifier,
+        sha256=done.sha256,
+        format=done.format,
+        total_requests=done.total,
+        unique_requests=done.unique,
+        seed=done.seed,
+        size_bytes=counted.size,
+        categories=done.categories,
+        sample=[request.as_dict() for request in done.sample],
+    )
+    return workload, True
+
+
+def _verifier(repo_id: str) -> HubModel:
+    found = HubModel.objects.filter(repo_id=repo_id, role=Role.VERIFIER).order_by("-created_at").first()
+    if found is None:
+        raise ValidationError(
+            f"{repo_id!r} is not a verifier in the catalog; pick one listed at /api/v1/pairs/.", code="unknown-verifier"
+        )
+    return found
+
+
+def _check_quota(owner: Any) -> None:
+    live = Workload.objects.filter(owner=owner, deleted_at__isnull=True).count()
+    if live >= settings.SPECHUB_WORKLOAD_QUOTA:
+        raise ValidationError(
+            f"You have {live} workloads, the limit per user; delete one you no longer need, then upload again.", code="quota"
+        )
+
+
+@lru_cache(maxsize=8)
+def _verifier_text(repo_id: str, sha: str) -> tuple[kw.ChatTemplate | None, Callable[[str], int]]:
+    """The verifier's chat template and a token counter, read from its pinned tokenizer files (no code runs)."""
+    from tokenizers import Tokenizer
+
+    metadata = hub_client().metadata(repo_id, sha)
+    if metadata.tokenizer is None:
+        raise UserError("workload:invalid", f"The verifier {repo_id} has no readable tokenizer.json to measure prompts with.")
+    tokenizer = Tokenizer.from_str(json.dumps(metadata.tokenizer))
+    return kw.ChatTemplate.from_tokenizer_config(metadata.tokenizer_config), lambda text: len(tokenizer.encode(text).ids)
+
+
+def workload_certify(*, workload: Workload, pairs: list[Pair], hardware: str, requested_by: Any) -> list[CertificationRun]:
+    """Queue a private certification of each pair on the workload; all or none."""
+    if workload.deleted_at is not None:
+        raise ValidationError("This workload was deleted; upload it again to certify on it.", code="deleted")
+    if not pairs:
+        raise ValidationError("Pick at least one draft for this verifier.", code="no-drafts")
+    foreign = [pair.pk for pair in pairs if pair.verifier_id != workload.verifier_id]
+    if foreign:
+        raise ValidationError(
+            f"Pairs {foreign} are not for this workload's verifier {workload.verifier.repo_id}.", code="wrong-verifier"
+        )
+    used = workload_runs_today(owner=workload.owner)
+    if used + len(pairs) > settings.SPECHUB_WORKLOAD_RUN_QUOTA:
+        limit = settings.SPECHUB_WORKLOAD_RUN_QUOTA
+        raise ValidationError(
+            f"{len(pairs)} more runs would pass your limit of {limit} a day ({used} used); pick fewer drafts.", code="quota"
+        )
+    with transaction.atomic():
+        return [
+            run_create(pair=pair, hardware=hardware, trigger=RunTrigger.MANUAL, requested_by=requested_by, workload=workload)
+            for pair in pairs
+        ]
+
+
+def workload_runs_today(*, owner: Any) -> int:
+    since = timezone.now() - timedelta(days=1)
+    return CertificationRun.objects.filter(workload__owner=owner, created_at__gte=since).count()
+
+
+def workload_delete(*, workload: Workload) -> Workload:
+    """Remove the prompts; runs keep their aggregate figures, and unfinished ones are cancelled."""
+    with transaction.atomic():
+        for run in workload.runs.exclude(state__in=FINAL_STATES):
+            run_cancel(run_id=run.pk)
+        workload.sample, workload.deleted_at = [], timezone.now()
+        workload.save(update_fields=["sample", "deleted_at"])
+    _path(workload.sha256).unlink(missing_ok=True)
+    return workload
+
+
+def _path(sha256: str) -> Path:
+    return Path(settings.SPECHUB_WORKLOAD_DIR) / f"{sha256}.jsonl"
+
+
+@contextmanager
+def workload_file(*, run_id: int, reference: str) -> Iterator[None]:
+    """Leave a run's workload where its worker reads it (`sha256:<hex>`), for as long as the run measures.
+
+    The spec carries only the hash; the prompts live on the worker's disk only while it needs them.
+    """
+    if kw.REFERENCE.fullmatch(reference) is None:
+        yield
+        return
+    workload = Workload.objects.get(runs__pk=run_id)
+    if workload.deleted_at is not None:
+        raise UserError("workload:invalid", "The workload was deleted before this run measured it.")
+    path = _path(workload.sha256)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")
+    lines = (json.dumps(kw.Request.from_dict(r).as_line(), ensure_ascii=False) + "\n" for r in workload.sample)
+    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as out:
+        out.writelines(lines)
+    partial.replace(path)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)

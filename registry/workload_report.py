@@ -1,0 +1,207 @@
+"""Reads for users' own traffic: a user's workloads, and the report comparing drafts measured on one.
+
+Every function here takes the requesting user and returns only what that user may see: another user's
+workload is `None`, which the views turn into a 404, never a 403 that would confirm it exists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any, TypedDict
+
+from django.db.models import QuerySet
+
+from kernel import result
+from kernel import workloads as kw
+from registry.charts import TIMES
+from registry.models import CertificationRun, Pair, Workload
+from registry.selectors import latest_finished_run, property_rows, run_document
+from registry.states import RunState
+
+
+def workloads_of(*, user: Any) -> QuerySet[Workload]:
+    """The user's workloads, deleted ones included (their runs keep their figures); every workload for staff."""
+    rows = Workload.objects.select_related("verifier", "owner")
+    return rows if getattr(user, "is_staff", False) else rows.filter(owner=user)
+
+
+def workload_for(*, user: Any, pk: int) -> Workload | None:
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return workloads_of(user=user).filter(pk=pk).first()
+
+
+def workload_candidates(*, workload: Workload) -> QuerySet[Pair]:
+    """The catalog's gate-compatible drafts for the workload's verifier, at its pinned commit."""
+    return (
+        Pair.objects.filter(verifier=workload.verifier, compatibility__compatible=True)
+        .select_related("draft", "verifier")
+        .order_by("draft__repo_id", "method", "num_speculative_tokens")
+    )
+
+
+def sample_line(workload: Workload) -> str:
+    """'200 of your 10,000 requests, seed 0': what was measured of what was uploaded."""
+    distinct = f" ({workload.unique_requests:,} distinct)" if workload.unique_requests != workload.total_requests else ""
+    return f"{workload.sampled or '—'} of your {workload.total_requests:,} requests{distinct}, seed {workload.seed}"
+
+
+def export_lines(*, workload: Workload) -> Iterator[str]:
+    """The measured sample as vLLM's benchmark client reads a custom dataset: the prompt as the engine saw it."""
+    for stored in workload.sample:
+        request = kw.Request.from_dict(stored)
+        yield json.dumps({"prompt": request.text, "output_tokens": request.max_tokens}, ensure_ascii=False) + "\n"
+
+
+def bench_command(workload: Workload) -> str:
+    return (
+        "python -m vllm.entrypoints.cli.main bench serve --backend vllm --dataset-name custom "
+        f"--dataset-path workload-{workload.pk}.jsonl --skip-chat-template --num-prompts {workload.sampled} "
+        f"--model {workload.verifier.repo_id}"
+    )
+
+
+class AtConcurrency(TypedDict):
+    concurrency: int
+    speedup: float
+    interval: list[float]
+    supports: str
+    interpolated: bool  # between two measured levels
+    measured_levels: list[int]
+
+
+class Candidate(TypedDict):
+    pair: Pair
+    run: CertificationRun
+    acceptance: result.Acceptance | None
+    speed: list[result.SpeedAtLevel]
+    break_even: tuple[int | None, int | None]
+    properties: list[Any]
+    equivalent: bool  # no property failed that is the pair's fault
+    at: AtConcurrency | None
+    public: dict[str, Any] | None
+
+
+def workload_report(*, workload: Workload, concurrency: int) -> dict[str, Any]:
+    """The comparison page's data: each candidate's latest finished run on the workload, and the recommendation."""
+    runs = workload.runs.select_related("pair__draft", "pair__verifier").order_by("-created_at", "-id")
+    latest: dict[int, CertificationRun] = {}
+    for run in runs.filter(state=RunState.FINISHED):
+        latest.setdefault(run.pair_id, run)
+    candidates = [_candidate(run, concurrency) for run in latest.values()]
+    candidates.sort(key=lambda c: -(c["at"]["speedup"] if c["at"] else 0.0))
+    return {
+        "candidates": candidates,
+        "going": list(
+            runs.exclude(state__in=[RunState.FINISHED, RunState.CANCELLED, RunState.FAILED_USER, RunState.FAILED_INFRA])
+        ),
+        "failed": list(runs.filter(state__in=[RunState.FAILED_USER, RunState.FAILED_INFRA])[:20]),
+        "recommendation": recommend(candidates, concurrency),
+        "concurrency": concurrency,
+    }
+
+
+def _candidate(run: CertificationRun, concurrency: int) -> Candidate:
+    document = run_document(run)
+    rows = property_rows(document)
+    speed = result.speed_by_level(document)
+    return {
+        "pair": run.pair,
+        "run": run,
+        "acceptance": result.acceptance(document),
+        "speed": speed,
+        "break_even": result.break_even_bounds(document),
+        "properties": rows,
+        "equivalent": not any(row["outcome"] == "fail" and row["fault"] == "pair" for row in rows),
+        "at": at_concurrency(speed, concurrency),
+        "public": _public_figures(run.pair, run.hardware),
+    }
+
+
+def _public_figures(pair: Pair, hardware: str) -> dict[str, Any] | None:
+    """The same pair's figures on the public suite, on the same hardware class, for side-by-side reading."""
+    run = latest_finished_run(pair=pair, hardware=hardware)
+    document = run_document(run)
+    if run is None or document is None:
+        return None
+    accepted = result.acceptance(document)
+    speed = {row["concurrency"]: row for row in result.speed_by_level(document)}
+    return {"run": run, "acceptance": accepted, "speed_c1": speed.get(1)}
+
+
+def at_concurrency(speed: list[result.SpeedAtLevel], concurrency: int) -> AtConcurrency | None:
+    """The speedup and interval at `concurrency`: measured, or interpolated in log-log between the two nearest levels.
+
+    Outside the measured range nothing is extrapolated: the nearest level stands, and says so by its level.
+    """
+    rows = [row for row in speed if row["interval"]]
+    if not rows:
+        return None
+    levels = [row["concurrency"] for row in rows]
+    below = [row for row in rows if row["concurrency"] <= concurrency]
+    above = [row for row in rows if row["concurrency"] >= concurrency]
+    if not below or not above:
+        nearest = (above or below)[0] if not below else below[-1]
+        return _at(nearest["concurrency"], nearest["speedup"], nearest["interval"], levels, interpolated=False)
+    low, high = below[-1], above[0]
+    if low["concurrency"] == high["concurrency"]:
+        return _at(concurrency, low["speedup"], low["interval"], levels, interpolated=False)
+    share = math.log(concurrency / low["concurrency"]) / math.log(high["concurrency"] / low["concurrency"])
+
+    def blend(a: float, b: float) -> float:
+        return math.exp(math.log(a) + share * (math.log(b) - math.log(a)))
+
+    interval = [blend(low["interval"][0], high["interval"][0]), blend(low["interval"][1], high["interval"][1])]
+    return _at(concurrency, blend(low["speedup"], high["speedup"]), interval, levels, interpolated=True)
+
+
+def _at(concurrency: int, speedup: float, interval: list[float], levels: list[int], *, interpolated: bool) -> AtConcurrency:
+    return {
+        "concurrency": concurrency,
+        "speedup": speedup,
+        "interval": interval,
+        "supports": result.speed_label(interval),
+        "interpolated": interpolated,
+        "measured_levels": levels,
+    }
+
+
+def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] | None:
+    """The best draft for this traffic at `concurrency`, with the reason and the uncertainty; None when nothing ran.
+
+    Only drafts whose outputs were not found to differ by their own fault are eligible. A draft is recommended
+    only when its interval lies above 1; a runner-up whose interval overlaps the best one's is named as a tie.
+    """
+    measured = [c for c in candidates if c["at"] is not None]
+    if not measured:
+        return None
+    eligible = [c for c in measured if c["equivalent"]]
+    if not eligible:
+        return {
+            "choice": None,
+            "reason": "Every candidate changed the verifier's outputs on this traffic; none is safe to deploy.",
+        }
+    best = max(eligible, key=lambda c: c["at"]["speedup"] if c["at"] else 0.0)
+    at = best["at"]
+    assert at is not None
+    where = f"{'interpolated at' if at['interpolated'] else 'at'} concurrency {at['concurrency']}"
+    figure = f"{at['speedup']:.2f}{TIMES} [{at['interval'][0]:.2f}, {at['interval'][1]:.2f}] {where}"
+    if at["supports"] != result.FASTER:
+        return {"choice": None, "best": best, "reason": f"No draft measurably speeds up this traffic: the best, {_name(best)}, "
+                f"is {figure}, an interval that does not lie above 1. Serve the verifier alone."}  # fmt: skip
+    ties = [c for c in eligible if c is not best and c["at"] and c["at"]["interval"][1] >= at["interval"][0]]
+    tie = f" It is not measurably faster than {', '.join(_name(c) for c in ties)}, whose intervals overlap." if ties else ""
+    acceptance = best["acceptance"]
+    al = (
+        f", acceptance length {acceptance['mean_acceptance_length']:.2f}"
+        if acceptance and acceptance["mean_acceptance_length"]
+        else ""
+    )
+    return {"choice": best, "reason": f"{_name(best)}: {figure}{al}, outputs equal to the verifier's.{tie}"}
+
+
+def _name(candidate: Candidate) -> str:
+    pair = candidate["pair"]
+    return pair.draft.repo_id if pair.draft else pair.method
