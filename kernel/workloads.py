@@ -143,7 +143,7 @@ def read_workload(chunks: Iterable[bytes], *, limits: Limits = Limits()) -> Work
         raise UserError("workload:invalid", "The file holds no requests.")
     number, head = first
     stripped = head.lstrip()
-    if stripped.startswith("{") and _is_json_object(stripped):
+    if stripped.startswith("{") and _is_request_line(stripped):
         return _collect("openai-chat", _jsonl(number, head, lines, limits), limits)
     if stripped.startswith(("{", "[")):
         document = _json_document(number, head, lines)
@@ -183,11 +183,13 @@ def _first_content(lines: Iterator[tuple[int, str]]) -> tuple[int, str] | None:
     return None
 
 
-def _is_json_object(text: str) -> bool:
+def _is_request_line(text: str) -> bool:
+    """A first line that is a whole JSON object starts JSONL, unless it is a one-line suite document."""
     try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
+        item = json.loads(text)
+    except (ValueError, RecursionError):
         return False
+    return isinstance(item, dict) and not ("categories" in item and "messages" not in item and "prompt" not in item)
 
 
 def _loads(number: int, text: str) -> Any:
@@ -432,9 +434,16 @@ def _sandboxed(template: ChatTemplate, request: Request) -> str:
 
 
 def _environment() -> Any:
+    from jinja2.exceptions import SecurityError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    class Refusing(ImmutableSandboxedEnvironment):
+        """Jinja's sandbox answers an unsafe attribute with an undefined that prints as ''; refuse at once instead."""
+
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe")
+
+    environment = Refusing(trim_blocks=True, lstrip_blocks=True, autoescape=False)
     environment.globals["raise_exception"] = _raise_exception
     return environment
 
