@@ -24,9 +24,11 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from kernel.errors import UserError
@@ -39,6 +41,17 @@ ROLES = ("system", "user", "assistant")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
 # A run spec names a registry workload by its hash; the prompts travel to the worker beside the spec, never in it.
 REFERENCE = re.compile(r"sha256:([0-9a-f]{64})")
+
+
+def workload_dir() -> Path:
+    """Where the certify task leaves a registry workload for the worker measuring it (the registry and workers agree)."""
+    var = Path(os.environ.get("SPECHUB_VAR_DIR") or Path(__file__).parents[1] / "var")
+    return Path(os.environ.get("SPECHUB_WORKLOAD_DIR") or var / "workloads")
+
+
+def workload_path(sha256: str) -> Path:
+    return workload_dir() / f"{sha256}.jsonl"
+
 
 Message = tuple[str, str]  # (role, content)
 
@@ -144,7 +157,8 @@ def read_workload(chunks: Iterable[bytes], *, limits: Limits = Limits()) -> Work
     number, head = first
     stripped = head.lstrip()
     if stripped.startswith("{") and _is_request_line(stripped):
-        return _collect("openai-chat", _jsonl(number, head, lines, limits), limits)
+        kind = "openai-chat" if '"messages"' in stripped else "vllm-custom"  # named by its first line; the two may mix
+        return _collect(kind, _jsonl(number, head, lines, limits), limits)
     if stripped.startswith(("{", "[")):
         document = _json_document(number, head, lines)
         if isinstance(document, list):

@@ -7,7 +7,6 @@ DATABASE_URL, CELERY_BROKER_URL), never with a second settings module.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import django_stubs_ext
@@ -206,7 +205,8 @@ SPECHUB_IMPORT_VERIFIER = env_str("SPECHUB_IMPORT_VERIFIER", "")
 SPECHUB_IMPORT_CERTIFY = env_bool("SPECHUB_IMPORT_CERTIFY", False)
 SPECHUB_IMPORT_SECONDS = env_int("SPECHUB_IMPORT_SECONDS", 6 * 3600, minimum=60)
 # Users' own traffic (kernel/workloads.py): what an upload may hold, the seeded sample a run measures, quotas
-# per user (live workloads; runs on them per day), and where a worker finds a workload while it measures it.
+# per user (live workloads; runs on them per day). SPECHUB_WORKLOAD_DIR (kernel.workloads.workload_dir) is where
+# a worker finds a workload while it measures it.
 SPECHUB_WORKLOAD_MAX_BYTES = env_int("SPECHUB_WORKLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
 SPECHUB_WORKLOAD_MAX_REQUESTS = env_int("SPECHUB_WORKLOAD_MAX_REQUESTS", 100_000, minimum=1)
 SPECHUB_WORKLOAD_SAMPLE = env_int("SPECHUB_WORKLOAD_SAMPLE", 200, minimum=1)
@@ -214,7 +214,6 @@ SPECHUB_WORKLOAD_SEED = env_int("SPECHUB_WORKLOAD_SEED", 0, minimum=0)
 SPECHUB_WORKLOAD_MAX_TOKENS = env_int("SPECHUB_WORKLOAD_MAX_TOKENS", 32, minimum=1)
 SPECHUB_WORKLOAD_QUOTA = env_int("SPECHUB_WORKLOAD_QUOTA", 10, minimum=1)
 SPECHUB_WORKLOAD_RUN_QUOTA = env_int("SPECHUB_WORKLOAD_RUN_QUOTA", 20, minimum=1)
-SPECHUB_WORKLOAD_DIR = Path(os.environ.setdefault("SPECHUB_WORKLOAD_DIR", str(VAR_DIR / "workloads")))
 # /metrics (registry/metrics.py): a bearer token for scrapers from public addresses; the stage-time window.
 SPECHUB_METRICS_TOKEN = env_str("SPECHUB_METRICS_TOKEN", "")
 SPECHUB_METRICS_WINDOW_HOURS = env_int("SPECHUB_METRICS_WINDOW_HOURS", 24, minimum=1)

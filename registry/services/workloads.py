@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -147,12 +146,8 @@ def workload_delete(*, workload: Workload) -> Workload:
             run_cancel(run_id=run.pk)
         workload.sample, workload.deleted_at = [], timezone.now()
         workload.save(update_fields=["sample", "deleted_at"])
-    _path(workload.sha256).unlink(missing_ok=True)
+    kw.workload_path(workload.sha256).unlink(missing_ok=True)
     return workload
-
-
-def _path(sha256: str) -> Path:
-    return Path(settings.SPECHUB_WORKLOAD_DIR) / f"{sha256}.jsonl"
 
 
 @contextmanager
@@ -167,7 +162,7 @@ def workload_file(*, run_id: int, reference: str) -> Iterator[None]:
     workload = Workload.objects.get(runs__pk=run_id)
     if workload.deleted_at is not None:
         raise UserError("workload:invalid", "The workload was deleted before this run measured it.")
-    path = _path(workload.sha256)
+    path = kw.workload_path(workload.sha256)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.part")
     lines = (json.dumps(kw.Request.from_dict(r).as_line(), ensure_ascii=False) + "\n" for r in workload.sample)

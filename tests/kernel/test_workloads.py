@@ -40,8 +40,8 @@ def test_openai_chat_and_vllm_custom_jsonl_lines_are_read_with_their_categories_
 
 
 def test_sharegpt_takes_each_conversation_up_to_its_last_human_turn():
-    conversations = [{"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"},
-                                        {"from": "human", "value": "Is the tree small?"}, {"from": "gpt", "value": "No"}]}]  # fmt: skip
+    turns = [("human", "Hi"), ("gpt", "Hello"), ("human", "Is the tree small?"), ("gpt", "No")]
+    conversations = [{"conversations": [{"from": who, "value": said} for who, said in turns]}]
     workload = read(json.dumps(conversations))
     assert workload.format == "sharegpt"
     assert workload.sample[0].messages == (("user", "Hi"), ("assistant", "Hello"), ("user", "Is the tree small?"))
@@ -84,8 +84,10 @@ def test_a_large_upload_is_down_sampled_with_a_seed_the_same_way_in_any_order():
     ("text", "said"),
     [
         (jsonl(CODE) + '{"prompt": "unclosed\n', "line 2: not valid JSON"),
-        (jsonl(CHAT, {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": 3}]}),
-         "line 2: `messages[1].content` is not a string"),
+        (
+            jsonl(CHAT, {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": 3}]}),
+            "line 2: `messages[1].content` is not a string",
+        ),
         (jsonl({"messages": [{"role": "wizard", "content": "a"}]}), "line 1: `messages[0].role` must be one of"),
         (jsonl(CODE, CODE, {"prompt": "x", "category": "poetry"}), "line 3: `category` must be one of"),
         (jsonl({"prompt": "x", "output_tokens": -1}), "line 1: `output_tokens` must be an integer"),
@@ -94,7 +96,10 @@ def test_a_large_upload_is_down_sampled_with_a_seed_the_same_way_in_any_order():
         ('{"prompt": NaN}\n', "line 1: not valid JSON"),
         ("[" * 100_000 + "]" * 100_000, "line 1: "),
         ('[{"conversations": []}, 3]', "line 1: `conversations` has no human turn"),
-        (jsonl({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}), "ends with an assistant"),
+        (
+            jsonl({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}),
+            "ends with an assistant",
+        ),
         ("ok\n\xff\n", "line 2: the bytes are not UTF-8"),  # written as latin-1 below
         ("", "holds no requests"),
     ],

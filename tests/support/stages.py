@@ -153,3 +153,62 @@ def real_stages_through_the_baseline() -> list[Stage]:
     shared = _Shared()
     steps: list[Stage] = [MeasuringStage(step.__name__, step, shared) for step in (c.fetch, c.gate, c.baseline)]
     return [*steps, InjectedStage("verdict", _verdict)]
+
+
+@dataclass
+class DocumentStage:
+    """A stage that sees the document so far (InjectedStage's actions see only the spec)."""
+
+    name: str
+    action: Callable[[RunSpec, ResultDocument], dict[str, Any]]
+
+    def run(self, spec: RunSpec, document: ResultDocument, report: Callable[[int], None]) -> dict[str, Any]:
+        return self.action(spec, document)
+
+
+def _measured_on_the_workload(spec: RunSpec, document: ResultDocument) -> dict[str, Any]:
+    """Made-up figures, after reading the workload the certify task left for this run (proving it is there)."""
+    from workers.workloads import load_suite
+
+    suite = load_suite(spec.plan.workloads)
+    assert suite.private and suite.pending is not None, spec.plan.workloads
+    fast = spec.draft is not None and spec.draft.repo_id.endswith("llama-draft-1l")
+    speeds = {"1": (1.6, [1.4, 1.8]), "4": (1.2, [1.1, 1.3])} if fast else {"1": (1.05, [0.9, 1.2]), "4": (0.8, [0.7, 0.9])}
+    return {
+        "acceptance": {
+            "mean_acceptance_length": 3.4 if fast else 2.1,
+            "acceptance_rate": 0.6,
+            "per_position": [0.8, 0.6, 0.5, 0.4],
+        },
+        "prompts": len(suite.pending.sample),
+        "levels": {level: {"speedup": s, "speedup_interval": i, "block_ratios": [s] * 3} for level, (s, i) in speeds.items()},
+    }
+
+
+def _verdict_on_the_workload(spec: RunSpec, document: ResultDocument) -> dict[str, Any]:
+    from kernel.verdict import judge_document
+
+    measured: dict[str, Any] = dict(document["stages"]["speculative"])
+    stages = {
+        "speculative": {"acceptance": measured["acceptance"]},
+        "equivalence": {"greedy": {"custom": {"exact_match": 1.0, "prompts": measured["prompts"], "divergences": []}},
+                        "sampling": [{"p_value": 0.4}]},
+        "throughput": {"levels": measured["levels"]},
+    }  # fmt: skip
+    level, reasons, properties = judge_document(stages, method=spec.method, thresholds=spec.plan.thresholds, qualification=None)
+    document["stages"].update(stages)  # type: ignore[typeddict-item]  # the figures the registry reads, where it reads them
+    custom = {"acceptance": measured["acceptance"], "equivalence": {"greedy_exact_match": 1.0}, "throughput": {}}
+    suite = {"suite": "workload-v1", "sha256": spec.plan.workloads[7:], "prompts": measured["prompts"], "private": True}
+    environment = {"engine_build": installed_engine_build(spec.engine), "workloads": suite}
+    return {"verdict": level, "reasons": reasons, "thresholds": asdict(spec.plan.thresholds), "properties": properties,
+            "qualification": None, "workloads": {"custom": custom}, "environment": environment}  # fmt: skip
+
+
+def injected_stages_on_a_workload() -> list[Stage]:
+    """Fetch and gate do nothing; `speculative` reads the run's workload file; the verdict is judged for real."""
+    return [
+        InjectedStage("fetch", _quick),
+        InjectedStage("gate", _quick),
+        DocumentStage("speculative", _measured_on_the_workload),
+        DocumentStage("verdict", _verdict_on_the_workload),
+    ]

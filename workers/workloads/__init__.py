@@ -19,16 +19,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kernel.errors import UserError
-from kernel.workloads import CATEGORIES, KINDS, REFERENCE, ChatTemplate, Limits, Request, Workload, read_workload, rendered
+from kernel.workloads import (
+    CATEGORIES,
+    KINDS,
+    REFERENCE,
+    ChatTemplate,
+    Limits,
+    Request,
+    Workload,
+    read_workload,
+    rendered,
+    workload_path,
+)
 
-__all__ = ["CATEGORIES", "KINDS", "Suite", "load_suite", "parse_suite", "tokenize", "workload_dir"]
+__all__ = ["CATEGORIES", "KINDS", "Suite", "load_suite", "parse_suite", "tokenize"]
 
 SUITES = Path(__file__).parent
 MAX_PROMPTS = 1000
@@ -66,15 +76,10 @@ class Suite:
         return replace(self, categories=_by_category(done.sample), pending=None)
 
 
-def workload_dir() -> Path:
-    """Where the certify task leaves a registry workload for the run that measures it."""
-    return Path(os.environ.get("SPECHUB_WORKLOAD_DIR", "var/workloads"))
-
-
 def load_suite(name_or_path: str) -> Suite:
     """Return the bundled suite `name` (e.g. 'toy-v1'), a registry workload `sha256:<hex>`, or the file at a path."""
     reference = REFERENCE.fullmatch(name_or_path)
-    path = workload_dir() / f"{reference[1]}.jsonl" if reference else Path(name_or_path)
+    path = workload_path(reference[1]) if reference else Path(name_or_path)
     if reference:
         return replace(_read_workload(path, name_or_path), name="workload", sha256=reference[1])
     if not path.suffix:

@@ -1,0 +1,249 @@
+"""Users' own traffic through the API and the pages: upload, certify privately, compare, export, delete.
+
+Pairs are registered through the real gate against olah; certifications run through the real certify task
+with injected stages that read the run's workload file (test doubles for the engine measurements).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client, override_settings
+
+from kernel.certificates import payload_of
+from registry.models import Certificate, CertificationRun, Pair, Workload
+from registry.services.submissions import submission_create
+from registry.states import RunState
+from registry.tasks.certify import certify
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ORG = "spechub-toy"
+VERIFIER = f"{ORG}/llama-verifier"
+SUITE = Path(__file__).parents[2] / "workers/workloads/toy-v1.json"
+
+
+@pytest.fixture
+def owner(db):
+    return User.objects.create_user("owner", password="pw")
+
+
+@pytest.fixture
+def stranger(db):
+    return User.objects.create_user("stranger", password="pw")
+
+
+def client_of(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def pairs(hub_settings, owner):
+    """The distilled draft and the EAGLE-3 head for the toy verifier, registered through the real gate."""
+    found = []
+    for draft in ("llama-draft-1l", "eagle3-head"):
+        submission = submission_create(user=owner, repo_id=f"{ORG}/{draft}", verifier_repo_id=VERIFIER, certify=False)
+        assert submission.pair is not None, submission.refusal_message
+        found.append(submission.pair)
+    return found
+
+
+def jsonl(*items: object) -> str:
+    return "".join(json.dumps(item) + "\n" for item in items)
+
+
+CHAT = [{"messages": [{"role": "user", "content": f"Is the {thing} small?"}], "max_tokens": 16, "category": "chat"}
+        for thing in ("tree", "bird", "lamp", "city")]  # fmt: skip
+FORMATS = {
+    "openai-chat": jsonl(*CHAT),
+    "vllm-custom": jsonl({"prompt": "def total_46(x):\n", "output_tokens": 16}, {"prompt": "Q: What is 11 + 17?\nA:"}),
+    "sharegpt": json.dumps(
+        [{"conversations": [{"from": "human", "value": "Is the book dark?"}, {"from": "gpt", "value": "No."}]}]
+    ),
+    "suite": SUITE.read_text(),
+    "text": "Q: What is 26 + 23?\nA:\nTranslate to French: the red tree sings.\nFrench:\n",
+}
+
+
+def upload(client: Client, text: str, *, name: str = "mine", as_file: bool = True):
+    if as_file:
+        data = {"name": name, "verifier": VERIFIER, "file": SimpleUploadedFile("traffic.jsonl", text.encode())}
+        return client.post("/api/v1/workloads/", data)
+    return client.post(
+        "/api/v1/workloads/", {"name": name, "verifier": VERIFIER, "content": text}, content_type="application/json"
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(FORMATS))
+def test_each_format_uploads_and_the_same_requests_again_are_recognised(pairs, owner, kind):
+    client = client_of(owner)
+    created = upload(client, FORMATS[kind])
+    assert created.status_code == 201, created.json()
+    body = created.json()
+    assert body["format"] == kind and body["sampled"] == body["unique_requests"] > 0
+    assert body["measured"].startswith(f"{body['sampled']} of your {body['total_requests']} requests") and body[
+        "measured"
+    ].endswith("seed 0")
+    again = upload(client, FORMATS[kind], as_file=False)
+    assert (again.status_code, again.json()["id"]) == (200, body["id"])
+    stored = Workload.objects.get(pk=body["id"])
+    assert all(r["text"] and r["tokens"] for r in stored.sample)  # rendered with the verifier's template, and measured
+
+
+def test_a_thousand_requests_are_sampled_to_the_limit_with_a_seed(pairs, owner, settings):
+    settings.SPECHUB_WORKLOAD_SAMPLE = 50
+    lines = jsonl(*({"prompt": f"Q: What is {i} + {i % 7}?\nA:", "category": "math"} for i in range(1000)))
+    body = upload(client_of(owner), lines).json()
+    assert (body["total_requests"], body["sampled"], body["categories"]) == (1000, 50, {"math": 50})
+    assert body["measured"] == "50 of your 1,000 requests, seed 0"
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "said"),
+    [
+        (
+            jsonl(*CHAT[:2]) + '{"messages": [{"role": "user", "content": 7}]}\n',
+            "workload:invalid",
+            "line 3: `messages[0].content` is not a string",
+        ),
+        (jsonl(CHAT[0]) + "{not json\n", "workload:invalid", "line 2: not valid JSON"),
+        (jsonl(CHAT[0], {"prompt": "the tree " * 400}), "workload:too-long", "line 2: the prompt is"),
+    ],
+)
+def test_hostile_uploads_are_refused_naming_the_line_and_nothing_is_stored(pairs, owner, text, code, said):
+    refused = upload(client_of(owner), text)
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == code and said in refused.json()["error"]["message"]
+    assert not Workload.objects.exists()
+
+
+def test_a_50_megabyte_upload_is_refused_as_too_large(pairs, owner):
+    line = (json.dumps({"prompt": "x" * 1000}) + "\n").encode()
+    refused = client_of(owner).post(
+        "/api/v1/workloads/", {"verifier": VERIFIER, "file": SimpleUploadedFile("big.jsonl", line * (50 * 1024))}
+    )
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "workload:too-large"
+    assert "bytes, the limit" in refused.json()["error"]["message"]
+    assert not Workload.objects.exists()
+
+
+def test_an_unknown_verifier_and_an_anonymous_upload_are_refused(pairs, owner):
+    refused = client_of(owner).post(
+        "/api/v1/workloads/", {"verifier": "nobody/none", "content": "hi"}, content_type="application/json"
+    )
+    assert refused.status_code == 400 and "not a verifier in the catalog" in refused.json()["error"]["message"]
+    assert Client().post(
+        "/api/v1/workloads/", {"verifier": VERIFIER, "content": "hi"}, content_type="application/json"
+    ).status_code in (401, 403)
+
+
+def certify_all(workload_id: int, client: Client) -> list[CertificationRun]:
+    queued = client.post(f"/api/v1/workloads/{workload_id}/runs/", {"drafts": "all"}, content_type="application/json")
+    assert queued.status_code == 201, queued.json()
+    runs = list(CertificationRun.objects.filter(pk__in=[r["id"] for r in queued.json()]))
+    with override_settings(SPECHUB_DIRECTOR_STAGES="tests.support.stages.injected_stages_on_a_workload"):
+        for run in runs:
+            assert certify.apply(args=(run.pk,)).result == "finished"
+    return runs
+
+
+@pytest.fixture
+def measured(pairs, owner, monkeypatch, tmp_path):
+    """A workload with both drafts certified on it, privately."""
+    monkeypatch.setenv("SPECHUB_WORKLOAD_DIR", str(tmp_path / "workloads"))
+    client = client_of(owner)
+    workload = upload(client, FORMATS["openai-chat"]).json()
+    runs = certify_all(workload["id"], client)
+    return workload, runs
+
+
+def test_two_drafts_certified_on_a_workload_with_injected_stages_are_compared_and_one_recommended(
+    measured, owner, pairs, tmp_path
+):
+    workload, runs = measured
+    assert {run.state for run in CertificationRun.objects.filter(pk__in=[r.pk for r in runs])} == {RunState.FINISHED}
+    assert not any((tmp_path / "workloads").iterdir())  # the prompts left the worker's disk with the run
+    report = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=2").json()
+    assert len(report["candidates"]) == 2
+    best = report["recommendation"]
+    assert best["pair"] == pairs[0].pk and "interpolated at concurrency 2" in best["reason"]
+    first = report["candidates"][0]
+    assert first["at_concurrency"]["interpolated"] and 1.2 < first["at_concurrency"]["speedup"] < 1.6
+    assert first["acceptance"]["mean_acceptance_length"] == 3.4 and first["equivalent"]
+    assert report["candidates"][1]["at_concurrency"]["supports"] != "faster"
+    at_one = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
+    assert "at concurrency 1" in at_one["recommendation"]["reason"] and "interpolated" not in at_one["recommendation"]["reason"]
+
+
+def test_runs_on_a_private_workload_stay_out_of_the_catalog_and_certificates_carry_only_the_hash(measured, pairs):
+    workload, runs = measured
+    for pair in Pair.objects.filter(pk__in=[p.pk for p in pairs]):
+        assert pair.latest_run_id is None and pair.verdict == ""
+    listing = Client().get("/api/v1/pairs/").json()
+    assert all(row.get("latest_run") is None for row in listing.get("results", listing)) if isinstance(listing, dict) else True
+    certificate = Certificate.objects.get(run=runs[0])
+    payload = json.dumps(payload_of(certificate.document.encode()))
+    assert f"sha256:{workload['sha256']}" in payload and '"prompts": 4' in payload  # the hash and the counts
+    run = CertificationRun.objects.get(pk=runs[0].pk)
+    assert "Is the tree small?" not in payload and "Is the tree small?" not in json.dumps(run.result)  # never the prompts
+    assert not certificate.hub_pr_dispatched_at
+
+
+def test_a_second_user_gets_404_on_every_page_and_endpoint_of_the_workload_and_its_runs(measured, stranger):
+    workload, runs = measured
+    run = runs[0]
+    certificate = Certificate.objects.get(run=run)
+    pk = workload["id"]
+    gets = [f"/api/v1/workloads/{pk}/", f"/api/v1/workloads/{pk}/report/", f"/api/v1/workloads/{pk}/export/",
+            f"/workloads/{pk}/", f"/workloads/{pk}/export.jsonl", f"/api/v1/runs/{run.pk}/", f"/runs/{run.pk}/",
+            f"/api/v1/certificates/{certificate.pk}/", f"/api/v1/certificates/{certificate.pk}/download/"]  # fmt: skip
+    posts = [f"/api/v1/workloads/{pk}/runs/", f"/workloads/{pk}/delete/", f"/api/v1/runs/{run.pk}/cancel/"]
+    for client in (client_of(stranger), Client()):
+        for path in gets:
+            assert client.get(path).status_code == 404, path
+        for path in posts:  # anonymous, the cancel endpoint asks for a sign-in whether or not the run exists
+            nowhere = client.post("/api/v1/runs/999999/cancel/").status_code if "cancel" in path else 404
+            assert client.post(path, {"drafts": "all"}, content_type="application/json").status_code == nowhere, path
+        assert client.delete(f"/api/v1/workloads/{pk}/").status_code == 404
+        listed = client.get("/api/v1/runs/").json()
+        assert run.pk not in [r["id"] for r in listed.get("results", listed)]
+        assert f"/runs/{run.pk}/" not in client.get("/runs/").content.decode()
+    assert client_of(stranger).get("/api/v1/workloads/").json() == []
+    assert Workload.objects.get(pk=pk).deleted_at is None
+
+
+def test_the_owner_exports_the_sample_in_vllms_custom_dataset_format(measured, owner):
+    workload, _ = measured
+    response = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/export/")
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    assert len(lines) == 4 and set(lines[0]) == {"prompt", "output_tokens"}
+    assert lines[0]["prompt"].startswith("<|bos|><|user|>\n") and lines[0]["output_tokens"] == 16
+
+
+def test_deleting_a_workload_removes_its_prompts_and_keeps_the_runs_figures(measured, owner):
+    workload, _ = measured
+    client = client_of(owner)
+    assert client.delete(f"/api/v1/workloads/{workload['id']}/").status_code == 200
+    stored = Workload.objects.get(pk=workload["id"])
+    assert stored.sample == [] and stored.deleted_at is not None
+    report = client.get(f"/api/v1/workloads/{workload['id']}/report/").json()
+    assert len(report["candidates"]) == 2  # the aggregate figures stay
+    export = b"".join(client.get(f"/api/v1/workloads/{workload['id']}/export/").streaming_content)
+    assert export == b""
+    again = client.post(f"/api/v1/workloads/{workload['id']}/runs/", {"drafts": "all"}, content_type="application/json")
+    assert again.status_code == 400 and "deleted" in again.json()["error"]["message"]
+
+
+def test_the_pages_show_the_sample_the_quota_and_the_comparison(measured, owner):
+    workload, _ = measured
+    client = client_of(owner)
+    listing = client.get("/workloads/").content.decode()
+    assert "1 of 10 workloads" in listing and "4 of your 4 requests, seed 0" in listing
+    page = client.get(f"/workloads/{workload['id']}/?concurrency=2").content.decode()
+    assert "Use spechub-toy/llama-draft-1l." in page and "Interpolated between the measured levels 1, 4" in page
+    assert "svg" in page and "Download the measured sample" in page
