@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from kernel.errors import UserError
-from kernel.workloads import ChatTemplate, Limits, Request, read_workload, render, rendered
+from kernel.workloads import ChatTemplate, Encode, Limits, Request, Workload, read_workload, render, rendered
 
 VERIFIER = Path(__file__).parents[2] / "zoo/models/spechub-toy/llama-verifier"
 
 
-def read(text: str, **limits: int) -> object:
+def read(text: str, **limits: int) -> Workload:
     return read_workload([text.encode()], limits=Limits(**limits))
 
 
@@ -130,7 +130,7 @@ def test_more_requests_than_the_limit_are_refused():
     assert refusal(jsonl(*[{"prompt": f"p{i}"} for i in range(11)]), max_requests=10).code == "workload:too-large"
 
 
-def verifier_template() -> tuple[ChatTemplate | None, object]:
+def verifier_template() -> tuple[ChatTemplate | None, Encode]:
     from tokenizers import Tokenizer
 
     config = json.loads((VERIFIER / "tokenizer_config.json").read_text())

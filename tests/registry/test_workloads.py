@@ -220,7 +220,7 @@ def test_a_second_user_gets_404_on_every_page_and_endpoint_of_the_workload_and_i
 def test_the_owner_exports_the_sample_in_vllms_custom_dataset_format(measured, owner):
     workload, _ = measured
     response = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/export/")
-    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    lines = [json.loads(line) for line in response.getvalue().decode().splitlines()]
     assert len(lines) == 4 and set(lines[0]) == {"prompt", "output_tokens"}
     assert lines[0]["prompt"].startswith("<|bos|><|user|>\n") and lines[0]["output_tokens"] == 16
 
@@ -233,7 +233,7 @@ def test_deleting_a_workload_removes_its_prompts_and_keeps_the_runs_figures(meas
     assert stored.sample == [] and stored.deleted_at is not None
     report = client.get(f"/api/v1/workloads/{workload['id']}/report/").json()
     assert len(report["candidates"]) == 2  # the aggregate figures stay
-    export = b"".join(client.get(f"/api/v1/workloads/{workload['id']}/export/").streaming_content)
+    export = client.get(f"/api/v1/workloads/{workload['id']}/export/").getvalue()
     assert export == b""
     again = client.post(f"/api/v1/workloads/{workload['id']}/runs/", {"drafts": "all"}, content_type="application/json")
     assert again.status_code == 400 and "deleted" in again.json()["error"]["message"]
