@@ -82,10 +82,6 @@ class Request:
     text: str | None = None  # the prompt the engine sees, once rendered
     tokens: int | None = None  # its length under the verifier's tokenizer
 
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(canonical(self).encode()).hexdigest()
-
     @classmethod
     def from_dict(cls, stored: dict[str, Any]) -> Request:
         messages = stored.get("messages")
@@ -347,14 +343,14 @@ def _text(number: int, head: str, lines: Iterator[tuple[int, str]], limits: Limi
 
 def _collect(kind: str, requests: Iterator[Request], limits: Limits) -> Workload:
     """Count distinct requests, keep the seeded bottom-k sample, and digest the whole."""
-    counts: dict[str, int] = {}
-    kept: list[tuple[int, str, Request]] = []  # a max-heap on the sketch key, as (-key, digest, request)
+    counts: dict[bytes, int] = {}  # raw digests: memory follows the distinct requests, never their length
+    kept: list[tuple[int, bytes, Request]] = []  # a max-heap on the sketch key, as (-key, digest, request)
     total = 0
     for request in requests:
         total += 1
         if total > limits.max_requests:
             raise UserError("workload:too-large", f"line {request.line}: more than {limits.max_requests:,} requests, the limit.")
-        digest = request.digest
+        digest = hashlib.sha256(canonical(request).encode()).digest()
         if digest in counts:
             counts[digest] += 1
             continue
@@ -366,21 +362,21 @@ def _collect(kind: str, requests: Iterator[Request], limits: Limits) -> Workload
     return Workload(kind, _identity(counts), total, len(counts), limits.seed, sample, _per_category(sample))
 
 
-def _sketch_key(seed: int, digest: str) -> int:
-    return int.from_bytes(hashlib.sha256(f"{seed}:{digest}".encode()).digest()[:8], "big")
+def _sketch_key(seed: int, digest: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{digest.hex()}".encode()).digest()[:8], "big")
 
 
-def _keep(kept: list[tuple[int, str, Request]], key: int, digest: str, request: Request, size: int) -> None:
+def _keep(kept: list[tuple[int, bytes, Request]], key: int, digest: bytes, request: Request, size: int) -> None:
     if len(kept) < size:
         heapq.heappush(kept, (-key, digest, request))
     elif -kept[0][0] > key:
         heapq.heapreplace(kept, (-key, digest, request))
 
 
-def _identity(counts: dict[str, int]) -> str:
+def _identity(counts: dict[bytes, int]) -> str:
     whole = hashlib.sha256()
     for digest in sorted(counts):
-        whole.update(f"{digest} {counts[digest]}\n".encode())
+        whole.update(f"{digest.hex()} {counts[digest]}\n".encode())
     return whole.hexdigest()
 
 
@@ -482,9 +478,3 @@ def rendered(workload: Workload, template: ChatTemplate | None, encode: Encode, 
             )
         sample.append(replace(request, text=text, tokens=tokens))
     return replace(workload, sample=tuple(sample))
-
-
-def sample_fraction(workload: Workload) -> str:
-    """How the page says what was measured: '200 of your 10,000 requests, seed 0'."""
-    distinct = f" ({workload.unique:,} distinct)" if workload.unique != workload.total else ""
-    return f"{workload.sampled:,} of your {workload.total:,} requests{distinct}, seed {workload.seed}"
