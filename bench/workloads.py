@@ -3,7 +3,8 @@
 The file is read from disk in 64 KiB chunks, as an upload is, through kernel.workloads.read_workload. Memory is
 the tracemalloc peak, for 10,000 short requests and for 10,000 requests ten times as long: it follows the count
 of distinct requests (a digest each) and the sample, not the file's size. Rendering the sample with the toy
-verifier's chat template and measuring it with its tokenizer is timed apart. Run: `make bench` or `python -m bench.workloads [--repeats N]`.
+verifier's chat template and measuring it with its tokenizer is timed apart.
+Run: `make bench` or `python -m bench.workloads [--repeats N]`.
 """
 
 from __future__ import annotations
