@@ -51,6 +51,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     recommend.add_argument("--verifier", required=True)
     recommend.add_argument("--concurrency", type=int, default=1)
     recommend.add_argument("--hardware", default="cpu")
+    upload = command("upload", "Upload a sample of your own traffic for a verifier (private to you).")
+    upload.add_argument("file", type=Path, help="OpenAI chat JSONL, vLLM custom-dataset JSONL, ShareGPT JSON, a suite, or text.")
+    upload.add_argument("--verifier", required=True)
+    upload.add_argument("--name", default="")
+    compare = command("compare", "Certify drafts on your workload and compare them on it.")
+    compare.add_argument("workload", type=int)
+    compare.add_argument(
+        "--certify", nargs="*", metavar="PAIR", help="Queue these pair ids first (none given: every compatible draft)."
+    )
+    compare.add_argument("--hardware", default="cpu")
+    compare.add_argument("--concurrency", type=int, default=1, help="The concurrency the recommendation is for.")
+    compare.add_argument("--wait", action="store_true", help="With --certify: follow each run to its end first.")
     verify = command("verify", "Verify a certificate file's signature and expiry.")
     verify.add_argument("file", type=Path)
     verify.add_argument("--public-key", type=Path, help="The issuer's PEM public key; without it, fetched from --url.")
@@ -186,7 +198,32 @@ def reproduce(args: argparse.Namespace) -> int:
         return 2
 
 
-COMMANDS = {"gate": gate, "submit": submit, "runs": runs, "recommend": recommend}
+def upload(client: Client, args: argparse.Namespace) -> int:
+    workload = client.workload_upload(args.file, verifier=args.verifier, name=args.name)
+    print(f"workload {workload['id']} ({workload['format']}, sha256 {workload['sha256'][:12]}): {workload['measured']}")
+    return 0
+
+
+def compare(client: Client, args: argparse.Namespace) -> int:
+    if args.certify is not None:
+        drafts: list[int] | str = [int(p) for p in args.certify] or "all"
+        queued = client.workload_certify(args.workload, drafts=drafts, hardware=args.hardware)
+        print(f"queued runs {', '.join(str(run['id']) for run in queued)}")
+        if args.wait:
+            for run in queued:
+                follow(client, int(run["id"]))
+    report = client.workload_report(args.workload, concurrency=args.concurrency)
+    for row in report["candidates"]:
+        at, al = row["at_concurrency"], (row["acceptance"] or {}).get("mean_acceptance_length")
+        speed = f"{at['speedup']:.2f}x [{at['interval'][0]:.2f}, {at['interval'][1]:.2f}]" if at else "not measured"
+        outputs = "equal outputs" if row["equivalent"] else "OUTPUTS DIFFER"
+        print(f"  {row['draft']:<40} AL {al or 0:.2f}  speedup {speed}  {outputs}")
+    recommendation = report["recommendation"]
+    print(recommendation["reason"] if recommendation else "nothing measured on this workload yet")
+    return 0 if recommendation and recommendation["pair"] else INVALID
+
+
+COMMANDS = {"gate": gate, "submit": submit, "runs": runs, "recommend": recommend, "upload": upload, "compare": compare}
 
 
 if __name__ == "__main__":

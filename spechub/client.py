@@ -97,6 +97,21 @@ class Client:
         params = {"verifier": verifier, "concurrency": concurrency, "hardware": hardware, "workload": workload}
         return dict(self._json("GET", "/api/v1/recommendations/", params=params))
 
+    def workload_upload(self, path: Path, *, verifier: str, name: str = "") -> dict[str, Any]:
+        """Upload your own traffic for a verifier (streamed as multipart); the same requests again return the first upload."""
+        with path.open("rb") as stream:
+            files = {"file": (path.name, stream, "application/octet-stream")}
+            return dict(self._json("POST", "/api/v1/workloads/", data={"verifier": verifier, "name": name}, files=files))
+
+    def workload_certify(
+        self, workload_id: int, *, drafts: list[int] | str = "all", hardware: str = "cpu"
+    ) -> list[dict[str, Any]]:
+        """Certify drafts (pair ids, or "all" gate-compatible ones) on your workload, privately; return the queued runs."""
+        return list(self._json("POST", f"/api/v1/workloads/{workload_id}/runs/", json={"drafts": drafts, "hardware": hardware}))
+
+    def workload_report(self, workload_id: int, *, concurrency: int = 1) -> dict[str, Any]:
+        return dict(self._json("GET", f"/api/v1/workloads/{workload_id}/report/", params={"concurrency": concurrency}))
+
     def public_key_pem(self) -> str:
         return str(self._json("GET", "/api/v1/certificates/public-key/")["public_key_pem"])
 

@@ -75,3 +75,37 @@ def test_verify_needs_no_server_with_the_issuers_key_and_refuses_a_changed_file(
     bad = spechub("verify", "bad.json", "--public-key", "issuer.pem", env={}, cwd=tmp_path)
     assert good.returncode == 0 and "provisional: ngram → org/v@" in good.stdout, good
     assert bad.returncode == 1 and "NOT VALID" in bad.stderr, bad
+
+
+def test_the_cli_uploads_traffic_certifies_every_draft_on_it_and_prints_the_recommendation_with_injected_stages(
+    hub_settings, tmp_path
+):
+    from registry.services.submissions import submission_create
+
+    owner = User.objects.create_user("deployer")
+    token = Token.objects.create(user=owner).key
+    for draft in ("llama-draft-1l", "eagle3-head"):
+        submission_create(user=owner, repo_id=f"{ORG}/{draft}", verifier_repo_id=f"{ORG}/llama-verifier", certify=False)
+    traffic = tmp_path / "traffic.jsonl"
+    traffic.write_text("".join(f'{{"prompt": "Q: What is {i} + 1?\\nA:", "category": "math"}}\n' for i in range(12)))
+    env = {
+        "DATABASE_URL": worker_database_url(),
+        "HF_ENDPOINT": hub_settings.endpoint,
+        "SPECHUB_HUB_CACHE": str(tmp_path / "hub"),
+    }
+    worker = start_worker("worker-cpu", tmp_path, SPECHUB_DIRECTOR_STAGES="tests.support.stages.injected_stages_on_a_workload",
+                          SPECHUB_WORKLOAD_DIR=str(tmp_path / "worker-workloads"))  # fmt: skip
+    try:
+        with serving(compose_command("web"), tmp_path, env) as base:
+            client = {"SPECHUB_URL": base, "SPECHUB_TOKEN": token, "SPECHUB_CONFIG": str(tmp_path / "none.toml")}
+            uploaded = spechub("upload", str(traffic), "--verifier", f"{ORG}/llama-verifier", env=client, cwd=tmp_path)
+            workload = uploaded.stdout.split()[1] if uploaded.returncode == 0 else "0"
+            compared = spechub("compare", workload, "--certify", "--wait", "--concurrency", "2", env=client, cwd=tmp_path)
+            stranger = spechub("compare", workload, env={**client, "SPECHUB_TOKEN": ""}, cwd=tmp_path)
+    finally:
+        worker.stop()
+    assert uploaded.returncode == 0 and "12 of your 12 requests, seed 0" in uploaded.stdout, uploaded
+    assert compared.returncode == 0, (compared.stdout, compared.stderr[-2000:])
+    assert "queued runs" in compared.stdout and "100%" in compared.stderr
+    assert "spechub-toy/llama-draft-1l: 1.3" in compared.stdout and "interpolated at concurrency 2" in compared.stdout
+    assert stranger.returncode == 1 and "not_found" in stranger.stderr, stranger

@@ -28,6 +28,7 @@ from kernel.verdict import rejudge
 from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.stages import default_stages
+from workers.workloads import load_suite
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -42,7 +43,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     certify.add_argument("--k", type=int, default=4, help="num_speculative_tokens (default 4).")
     certify.add_argument("--engine", default="vllm", help="Engine name (vllm or reference).")
     certify.add_argument("--hardware", default="cpu", help="Hardware class the figures are pinned to.")
-    certify.add_argument("--workloads", default="toy-v1", help="Bundled suite name or a suite file.")
+    certify.add_argument(
+        "--workloads",
+        default="toy-v1",
+        help="A bundled suite name, or your own traffic: OpenAI chat JSONL, vLLM custom-dataset JSONL, ShareGPT JSON, "
+        "a suite JSON or plain text (one prompt per line); chat messages use the verifier's chat template.",
+    )
     certify.add_argument("--concurrency", default="1,2,4,8,16", help="Comma-separated concurrency levels.")
     certify.add_argument("--repeats", type=int, default=5, help="Paired A B B A blocks per level (default 5).")
     certify.add_argument("--output-tokens", type=int, default=128, help="Tokens per timed request (default 128).")
@@ -100,6 +106,7 @@ def run_qualify(args: argparse.Namespace) -> int:
 
 
 def spec_from(args: argparse.Namespace) -> RunSpec:
+    load_suite(args.workloads)  # a bad workload file is refused, naming its line, before anything is downloaded
     client = HubClient.from_environment()
     verifier = ModelRef(args.verifier, client.resolve(args.verifier, args.verifier_revision))
     draft = ModelRef(args.draft, client.resolve(args.draft, args.draft_revision)) if args.draft else None

@@ -33,10 +33,10 @@ def test_no_generated_request_gets_a_server_error(case, token):
     assert response.status_code < 500, (case.method, case.formatted_path, case.body, response.text[:800])
 
 
-@schema.include(path_regex="webhooks|compatibility").parametrize()
+@schema.include(path_regex="webhooks|compatibility|workloads").parametrize()
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @pytest.mark.django_db
 def test_the_webhook_and_gate_endpoints_take_many_hostile_requests_without_a_server_error(case, token):
-    """The endpoints that take URLs and repo ids from anyone, fuzzed harder than the rest."""
+    """The endpoints that take URLs, repo ids and uploads from anyone, fuzzed harder than the rest."""
     response = case.call(headers={"Authorization": f"Token {token}"})
     assert response.status_code < 500, (case.method, case.formatted_path, case.body, response.text[:800])
