@@ -162,7 +162,8 @@ ERRORS: dict[str, ErrorText] = {
     "workload:invalid": ErrorText(
         Fault.USER,
         "The workload file has a request SpecHub cannot read.",
-        'Fix the line and field named in the message (see the README\'s "Your own traffic" for the formats), then upload or run again.',
+        'Fix the line and field named in the message (the README\'s "Your own traffic" lists the formats), '
+        "then upload or run again.",
     ),
     "workload:too-large": ErrorText(
         Fault.USER,

@@ -115,6 +115,8 @@ def speedup_lines(
     parts += lines
     for name, values in series.items():
         parts += _line(name, levels, values, x, lambda v: frame.y(v, top))
+        if len(series) > 1 and values:  # several drafts: each line names itself at its last point
+            parts.append(_label(x(levels[-1]) - 4, frame.y(values[-1], top) - 8, "series-label", name.rsplit("/", 1)[-1]))
     parts += [*labels, _legend(frame, has_band=bool(highs))]  # last, so they paint over the lines
     return _svg(parts, title, "speedup")
 

@@ -189,19 +189,20 @@ def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] |
     where = f"{'interpolated at' if at['interpolated'] else 'at'} concurrency {at['concurrency']}"
     figure = f"{at['speedup']:.2f}{TIMES} [{at['interval'][0]:.2f}, {at['interval'][1]:.2f}] {where}"
     if at["supports"] != result.FASTER:
-        return {"choice": None, "best": best, "reason": f"No draft measurably speeds up this traffic: the best, {_name(best)}, "
-                f"is {figure}, an interval that does not lie above 1. Serve the verifier alone."}  # fmt: skip
+        reason = (f"No draft measurably speeds up this traffic: the best, {draft_name(best)}, is {figure}, "
+                  "an interval that does not lie above 1. Serve the verifier alone.")  # fmt: skip
+        return {"choice": None, "best": best, "reason": reason}
     ties = [c for c in eligible if c is not best and c["at"] and c["at"]["interval"][1] >= at["interval"][0]]
-    tie = f" It is not measurably faster than {', '.join(_name(c) for c in ties)}, whose intervals overlap." if ties else ""
+    tie = f" It is not measurably faster than {', '.join(draft_name(c) for c in ties)}, whose intervals overlap." if ties else ""
     acceptance = best["acceptance"]
     al = (
         f", acceptance length {acceptance['mean_acceptance_length']:.2f}"
         if acceptance and acceptance["mean_acceptance_length"]
         else ""
     )
-    return {"choice": best, "reason": f"{_name(best)}: {figure}{al}, outputs equal to the verifier's.{tie}"}
+    return {"choice": best, "reason": f"{draft_name(best)}: {figure}{al}, outputs equal to the verifier's.{tie}"}
 
 
-def _name(candidate: Candidate) -> str:
+def draft_name(candidate: Candidate) -> str:
     pair = candidate["pair"]
     return pair.draft.repo_id if pair.draft else pair.method

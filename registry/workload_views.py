@@ -23,7 +23,15 @@ from registry.api.workloads import export_response
 from registry.celery import hardware_queues
 from registry.models import HubModel, Role, Workload
 from registry.services.workloads import workload_certify, workload_create, workload_delete, workload_runs_today
-from registry.workload_report import bench_command, sample_line, workload_candidates, workload_for, workload_report, workloads_of
+from registry.workload_report import (
+    bench_command,
+    draft_name,
+    sample_line,
+    workload_candidates,
+    workload_for,
+    workload_report,
+    workloads_of,
+)
 
 CHUNK = 1 << 16
 
@@ -126,10 +134,10 @@ def _concurrency(given: str | None) -> int:
 
 def _charts(report: dict[str, Any]) -> dict[str, SafeString]:
     candidates = report["candidates"]
-    names = [_draft_name(c) for c in candidates]
+    names = [draft_name(c) for c in candidates]
     levels = [row["concurrency"] for row in candidates[0]["speed"]] if candidates else []
     same_levels = [c for c in candidates if [row["concurrency"] for row in c["speed"]] == levels]
-    series: dict[str, Sequence[float]] = {_draft_name(c): [row["speedup"] for row in c["speed"]] for c in same_levels}
+    series: dict[str, Sequence[float]] = {draft_name(c): [row["speedup"] for row in c["speed"]] for c in same_levels}
     return {
         "speedup_chart": charts.speedup_lines(
             levels, series, title="Speedup on your traffic against concurrency", bound=None, break_even=None
@@ -142,11 +150,6 @@ def _charts(report: dict[str, Any]) -> dict[str, SafeString]:
             name="workload-candidates",
         ),
     }
-
-
-def _draft_name(candidate: Any) -> str:
-    pair = candidate["pair"]
-    return str(pair.draft.repo_id if pair.draft else pair.method)
 
 
 @require_POST

@@ -65,8 +65,8 @@ def test_upload_a_thousand_requests_certify_two_drafts_and_read_the_recommendati
     assert "Nothing measured on this workload yet" in page.content()
 
     page.check("input[name=pair][value=all]")
-    page.click("text=Certify")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.click("main form button:text-is('Certify')")
     runs = list(CertificationRun.objects.filter(workload__isnull=False))
     assert len(runs) == 2
     with override_settings(SPECHUB_DIRECTOR_STAGES="tests.support.stages.injected_stages_on_a_workload"):
@@ -74,8 +74,8 @@ def test_upload_a_thousand_requests_certify_two_drafts_and_read_the_recommendati
             assert certify.apply(args=(run.pk,)).result == "finished"
 
     page.goto(page.url.split("?")[0] + "?concurrency=2")
-    assert "Use spechub-toy/llama-draft-1l." in page.locator("[role=status]").inner_text()
-    assert "interpolated at concurrency 2" in page.locator("[role=status]").inner_text()
+    assert "Use spechub-toy/llama-draft-1l." in page.locator(".recommendation").inner_text()
+    assert "interpolated at concurrency 2" in page.locator(".recommendation").inner_text()
     assert page.locator("table.comparison tbody tr").count() == 2
     assert page.locator("svg.chart[data-chart=workload-candidates] rect.hbar").count() == 2
     problems = look_at(page, "workload", "phone", screenshots)
