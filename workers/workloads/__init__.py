@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from kernel.workloads import (
     KINDS,
     REFERENCE,
     ChatTemplate,
+    Encode,
     Limits,
     Request,
     Workload,
@@ -71,8 +73,7 @@ class Suite:
             if (verifier / "tokenizer_config.json").exists()
             else None
         )
-        encoder = _encoder(verifier)
-        done = rendered(self.pending, ChatTemplate.from_tokenizer_config(config), encoder, max_model_len)
+        done = rendered(self.pending, ChatTemplate.from_tokenizer_config(config), _token_count(verifier), max_model_len)
         return replace(self, categories=_by_category(done.sample), pending=None)
 
 
@@ -152,14 +153,17 @@ def parse_suite(document: Any) -> Suite:
 
 def tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:
     """Return the prompts' token ids under the verifier's own tokenizer."""
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
+    tokenizer = _tokenizer(verifier)
     return [tokenizer.encode(prompt).ids for prompt in prompts]
 
 
-def _encoder(verifier: Path) -> Any:
+@lru_cache(maxsize=4)
+def _tokenizer(verifier: Path) -> Any:
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(verifier / "tokenizer.json"))
+    return Tokenizer.from_file(str(verifier / "tokenizer.json"))
+
+
+def _token_count(verifier: Path) -> Encode:
+    tokenizer = _tokenizer(verifier)
     return lambda text: len(tokenizer.encode(text).ids)
