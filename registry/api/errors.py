@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import status
@@ -20,6 +22,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, RunError):
         http = status.HTTP_503_SERVICE_UNAVAILABLE if isinstance(exc, InfraError) else status.HTTP_422_UNPROCESSABLE_ENTITY
         return _error(exc.code, exc.message, {"fault": str(exc.fault)}, http)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0
+        message = f"The request body is over {limit:,} bytes. Send a large file as multipart form data (a `file` field)."
+        return _error("too-large", message, {}, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):
         return _error("invalid", " ".join(exc.messages), {}, status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, InvalidTransition):

@@ -132,6 +132,13 @@ def test_a_50_megabyte_upload_is_refused_as_too_large(pairs, owner):
     assert not Workload.objects.exists()
 
 
+def test_a_json_body_over_djangos_limit_says_to_upload_the_file_as_multipart(owner):
+    body = json.dumps({"verifier": VERIFIER, "content": "x" * 3_000_000})
+    refused = client_of(owner).post("/api/v1/workloads/", body, content_type="application/json")
+    assert refused.status_code == 413 and refused.json()["error"]["code"] == "too-large"
+    assert "multipart" in refused.json()["error"]["message"]
+
+
 def test_an_unknown_verifier_and_an_anonymous_upload_are_refused(pairs, owner):
     refused = client_of(owner).post(
         "/api/v1/workloads/", {"verifier": "nobody/none", "content": "hi"}, content_type="application/json"
