@@ -56,7 +56,9 @@ def run_spec(*, run: CertificationRun) -> RunSpec:
     draft = ModelRef(pair.draft.repo_id, pair.draft.sha) if pair.draft else None
     plan = measuring_plan()
     if run.workload is not None:  # the worker reads it from the file the certify task leaves for this run
-        plan = replace(plan, workloads=f"sha256:{run.workload.sha256}")
+        asked = max((request["max_tokens"] for request in run.workload.sample), default=plan.output_tokens)
+        # Timed requests ask for what the user's requests ask for (at least 16 tokens, so a figure is not start-up noise).
+        plan = replace(plan, workloads=f"sha256:{run.workload.sha256}", output_tokens=max(16, asked))
     return RunSpec(
         run_id=run.pk,
         attempt=run.attempts,

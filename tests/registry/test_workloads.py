@@ -196,6 +196,7 @@ def test_runs_on_a_private_workload_stay_out_of_the_catalog_and_certificates_car
     certificate = Certificate.objects.get(run=runs[0])
     payload = json.dumps(payload_of(certificate.document.encode()))
     assert f"sha256:{workload['sha256']}" in payload and '"prompts": 4' in payload  # the hash and the counts
+    assert '"output_tokens": 16' in payload  # timed as the user's requests ask: max_tokens 16
     run = CertificationRun.objects.get(pk=runs[0].pk)
     assert "Is the tree small?" not in payload and "Is the tree small?" not in json.dumps(run.result)  # never the prompts
     assert not certificate.hub_pr_dispatched_at
