@@ -39,6 +39,8 @@ KINDS = (*CATEGORIES, CUSTOM)
 FORMATS = ("openai-chat", "vllm-custom", "sharegpt", "suite", "text")
 ROLES = ("system", "user", "assistant")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+CHUNK = 1 << 16  # how an upload is read: a stream of chunks this size
+
 # A run spec names a registry workload by its hash; the prompts travel to the worker beside the spec, never in it.
 REFERENCE = re.compile(r"sha256:([0-9a-f]{64})")
 

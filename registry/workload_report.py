@@ -1,7 +1,7 @@
 """Reads for users' own traffic: a user's workloads, and the report comparing drafts measured on one.
 
 Every function here takes the requesting user and returns only what that user may see: another user's
-workload is `None`, which the views turn into a 404, never a 403 that would confirm it exists.
+workload is a 404, never a 403 that would confirm it exists.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any, TypedDict
 
 from django.db.models import QuerySet
+from django.http import Http404
 
 from kernel import result
 from kernel import workloads as kw
@@ -27,10 +28,12 @@ def workloads_of(*, user: Any) -> QuerySet[Workload]:
     return rows if getattr(user, "is_staff", False) else rows.filter(owner=user)
 
 
-def workload_for(*, user: Any, pk: int) -> Workload | None:
-    if not getattr(user, "is_authenticated", False):
-        return None
-    return workloads_of(user=user).filter(pk=pk).first()
+def workload_for(*, user: Any, pk: int) -> Workload:
+    """The user's workload `pk`; anyone else's, or none, is a 404 (never a 403 that confirms it exists)."""
+    found = workloads_of(user=user).filter(pk=pk).first() if getattr(user, "is_authenticated", False) else None
+    if found is None:
+        raise Http404("No such workload.")
+    return found
 
 
 def workload_candidates(*, workload: Workload) -> QuerySet[Pair]:

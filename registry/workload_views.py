@@ -11,13 +11,13 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from kernel.errors import RunError
-from kernel.workloads import FORMATS
+from kernel.workloads import CHUNK, FORMATS
 from registry import charts
 from registry.api.workloads import export_response
 from registry.celery import hardware_queues
@@ -32,8 +32,6 @@ from registry.workload_report import (
     workload_report,
     workloads_of,
 )
-
-CHUNK = 1 << 16
 
 
 def _quota(user: Any) -> dict[str, int]:
@@ -82,17 +80,10 @@ def workloads(request: HttpRequest) -> HttpResponse:
     return render(request, "registry/workloads.html", context, status=422 if error else 200)
 
 
-def _owned(request: HttpRequest, pk: int) -> Workload:
-    workload = workload_for(user=request.user, pk=pk)
-    if workload is None:
-        raise Http404("No such workload.")
-    return workload
-
-
 @require_http_methods(["GET", "POST"])
 def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One workload: what was measured of it, the drafts compared on it, the recommendation, and the certify form."""
-    workload = _owned(request, pk)
+    workload = workload_for(user=request.user, pk=pk)
     error = ""
     if request.method == "POST":
         error = _certify(request, workload)
@@ -154,10 +145,10 @@ def _charts(report: dict[str, Any]) -> dict[str, SafeString]:
 
 @require_POST
 def workload_remove(request: HttpRequest, pk: int) -> HttpResponse:
-    workload_delete(workload=_owned(request, pk))
+    workload_delete(workload=workload_for(user=request.user, pk=pk))
     return redirect("workloads")
 
 
 @require_GET
 def workload_export(request: HttpRequest, pk: int) -> StreamingHttpResponse:
-    return export_response(_owned(request, pk))
+    return export_response(workload_for(user=request.user, pk=pk))

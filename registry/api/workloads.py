@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.exceptions import ValidationError as DRFValidationError
@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kernel.workloads import CHUNK
 from registry.api.serializers import RunOut
 from registry.models import Pair, Workload
 from registry.services.workloads import workload_certify, workload_create, workload_delete
@@ -29,8 +30,6 @@ from registry.workload_report import (
     workload_report,
     workloads_of,
 )
-
-CHUNK = 1 << 16
 
 
 class WorkloadOut(serializers.ModelSerializer[Workload]):
@@ -59,13 +58,6 @@ class WorkloadIn(serializers.Serializer[Any]):
 class CertifyIn(serializers.Serializer[Any]):
     drafts = serializers.JSONField(help_text='Pair ids to certify on the workload, or "all" gate-compatible drafts.')
     hardware = serializers.CharField(default="cpu", max_length=32)
-
-
-def _owned(request: Request | HttpRequest, pk: int) -> Workload:
-    workload = workload_for(user=request.user, pk=pk)
-    if workload is None:
-        raise Http404("No such workload.")
-    return workload
 
 
 class WorkloadList(APIView):
@@ -103,11 +95,11 @@ class WorkloadDetail(APIView):
 
     @extend_schema(responses=WorkloadOut)
     def get(self, request: Request, pk: int) -> Response:
-        return Response(WorkloadOut(_owned(request, pk)).data)
+        return Response(WorkloadOut(workload_for(user=request.user, pk=pk)).data)
 
     @extend_schema(responses=WorkloadOut)
     def delete(self, request: Request, pk: int) -> Response:
-        return Response(WorkloadOut(workload_delete(workload=_owned(request, pk))).data)
+        return Response(WorkloadOut(workload_delete(workload=workload_for(user=request.user, pk=pk))).data)
 
 
 class WorkloadCertify(APIView):
@@ -115,7 +107,7 @@ class WorkloadCertify(APIView):
 
     @extend_schema(request=CertifyIn, responses={201: RunOut(many=True)})
     def post(self, request: Request, pk: int) -> Response:
-        workload = _owned(request, pk)
+        workload = workload_for(user=request.user, pk=pk)
         given = CertifyIn(data=request.data)
         given.is_valid(raise_exception=True)
         pairs = _pairs(workload, given.validated_data["drafts"])
@@ -143,7 +135,7 @@ class WorkloadReport(APIView):
 
     @extend_schema(responses=dict[str, Any])
     def get(self, request: Request, pk: int) -> Response:
-        workload = _owned(request, pk)
+        workload = workload_for(user=request.user, pk=pk)
         report = workload_report(workload=workload, concurrency=_concurrency(request.query_params.get("concurrency")))
         return Response(report_json(workload, report))
 
@@ -196,7 +188,7 @@ class WorkloadExport(APIView):
 
     @extend_schema(responses={(200, "application/jsonl"): str})
     def get(self, request: Request, pk: int) -> StreamingHttpResponse:
-        return export_response(_owned(request, pk))
+        return export_response(workload_for(user=request.user, pk=pk))
 
 
 def export_response(workload: Workload) -> StreamingHttpResponse:

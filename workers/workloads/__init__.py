@@ -28,6 +28,7 @@ from typing import Any
 from kernel.errors import UserError
 from kernel.workloads import (
     CATEGORIES,
+    CHUNK,
     KINDS,
     REFERENCE,
     ChatTemplate,
@@ -94,7 +95,7 @@ def load_suite(name_or_path: str) -> Suite:
 def _read_workload(path: Path, name: str) -> Suite:
     try:
         with path.open("rb") as stream:
-            workload = read_workload(iter(lambda: stream.read(1 << 16), b""), limits=Limits(sample_size=MAX_PROMPTS))
+            workload = read_workload(iter(lambda: stream.read(CHUNK), b""), limits=Limits(sample_size=MAX_PROMPTS))
     except OSError as exc:
         raise UserError("run:invalid-spec", f"Workload file {name!r} cannot be read: {exc}.") from exc
     return _from_workload(workload, path.stem)
