@@ -18,7 +18,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from kernel.workloads import ChatTemplate, Limits, Workload, read_workload, rendered
+from kernel.workloads import CHUNK, ChatTemplate, Limits, Workload, read_workload, rendered
 
 TARGET_SECONDS = 2.0
 VERIFIER = Path(__file__).parents[1] / "zoo/models/spechub-toy/llama-verifier"
@@ -58,7 +58,7 @@ def write_requests(path: Path, count: int, words: int = 30) -> int:
 
 def read_file(path: Path, limits: Limits) -> Workload:
     with path.open("rb") as stream:
-        return read_workload(iter(lambda: stream.read(1 << 16), b""), limits=limits)
+        return read_workload(iter(lambda: stream.read(CHUNK), b""), limits=limits)
 
 
 def peak_bytes(path: Path, limits: Limits) -> int:
