@@ -51,8 +51,9 @@ def workload_dir() -> Path:
     return Path(os.environ.get("SPECHUB_WORKLOAD_DIR") or var / "workloads")
 
 
-def workload_path(sha256: str) -> Path:
-    return workload_dir() / f"{sha256}.jsonl"
+def workload_path(sha256: str, run_id: int) -> Path:
+    """Run `run_id`'s copy of a registry workload: one file a run, so a run ending never removes another's."""
+    return workload_dir() / f"{sha256}.run{run_id}.jsonl"
 
 
 Message = tuple[str, str]  # (role, content)

@@ -16,7 +16,11 @@ pytestmark = pytest.mark.engine
 def test_the_demo_qualifies_the_engine_then_certifies_a_toy_pair_in_process_on_embedded_sqlite(tmp_path):
     # Two controls of the six keep it short: the verifier alone and the draft_model method the first pair uses.
     qualify = {"SPECHUB_QUALIFY_NEW_BUILDS": "1", "SPECHUB_QUALIFY_CONTROLS": "verifier-alone,draft_model"}
-    env = process_env({"SPECHUB_VAR_DIR": str(tmp_path), **qualify}, drop=("DATABASE_URL", "CELERY_BROKER_URL", "HF_ENDPOINT"))
+    # Two concurrency levels and three block pairs (the least allowed): the demo's path, at half its timing cost.
+    plan = {"SPECHUB_CONCURRENCY_LEVELS": "1,4", "SPECHUB_REPEATS": "3"}
+    env = process_env(
+        {"SPECHUB_VAR_DIR": str(tmp_path), **qualify, **plan}, drop=("DATABASE_URL", "CELERY_BROKER_URL", "HF_ENDPOINT")
+    )
     done = subprocess.run(
         [str(BIN / "python"), "manage.py", "demo", "--no-serve", "--limit", "1"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,

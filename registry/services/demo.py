@@ -107,7 +107,7 @@ def _judge_locally(pair: Pair, org: Path) -> Report:
 def demo_certify(*, pairs: list[Pair], limit: int | None = None) -> list[CertificationRun]:
     """Certify, one after another, the pairs that have no finished run yet; tasks run in-process here."""
     runs = []
-    for pair in [p for p in pairs if not p.runs.filter(state=RunState.FINISHED).exists()][:limit]:
+    for pair in [p for p in pairs if not p.runs.public().filter(state=RunState.FINISHED).exists()][:limit]:
         with transaction.atomic():
             run = run_create(pair=pair, hardware="cpu")
         run.refresh_from_db()  # the in-process task ran when the transaction committed

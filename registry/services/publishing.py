@@ -85,12 +85,14 @@ def pair_listing_update(*, run: CertificationRun) -> None:
 
 def certificate_hub_pr_open(*, certificate_id: int) -> str:
     """Open a pull request adding the certificate to the draft's Hub repo; store and return its URL."""
-    certificate = Certificate.objects.select_related("pair__draft", "pair__verifier").get(pk=certificate_id)
+    certificate = Certificate.objects.select_related("pair__draft", "pair__verifier", "run").get(pk=certificate_id)
     if certificate.hub_pr_url:
         return certificate.hub_pr_url  # a redelivered task must not open a second PR
     pair = certificate.pair
     if pair.draft is None:
         raise ValueError(f"Pair {pair.pk} has no draft repo to publish to.")
+    if certificate.run.workload_id is not None:
+        raise ValueError(f"Certificate {certificate.pk} is of a user's private workload; it is never published.")
     client = hub_client(token=settings.SPECHUB_HUB_TOKEN)
     files = {
         f"spechub/certificate-{certificate.run_id}.json": certificate.document.encode(),

@@ -86,7 +86,8 @@ def pairs_recertify_for_engines() -> list[CertificationRun]:
 
 def _idle(pairs: QuerySet[Pair]) -> list[Pair]:
     """Return the pairs with no run waiting or going: a sweep must never queue a second one."""
-    busy = CertificationRun.objects.exclude(state__in=FINAL_STATES).values("pair_id")
+    # A user's private run on their own workload never holds up the public certificate's renewal.
+    busy = CertificationRun.objects.public().exclude(state__in=FINAL_STATES).values("pair_id")
     return list(pairs.exclude(pk__in=busy).select_related("latest_run"))
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -140,14 +142,39 @@ def workload_runs_today(*, owner: Any) -> int:
 
 
 def workload_delete(*, workload: Workload) -> Workload:
-    """Remove the prompts; runs keep their aggregate figures, and unfinished ones are cancelled."""
+    """Remove the prompts; runs keep their aggregate figures, and unfinished ones are cancelled.
+
+    A run's error message is cleared too: an engine's message may quote a request.
+    """
     with transaction.atomic():
         for run in workload.runs.exclude(state__in=FINAL_STATES):
             run_cancel(run_id=run.pk)
+        workload.runs.exclude(error_message="").update(error_message="")
         workload.sample, workload.deleted_at = [], timezone.now()
         workload.save(update_fields=["sample", "deleted_at"])
-    kw.workload_path(workload.sha256).unlink(missing_ok=True)
+    for path in kw.workload_dir().glob(f"{workload.sha256}.*"):
+        path.unlink(missing_ok=True)
     return workload
+
+
+def workload_files_clear() -> list[str]:
+    """Remove the workload files of runs that ended; a killed run (hard time limit, OOM) skipped its own cleanup.
+
+    Called when a worker starts. A file whose run is still going stays: another worker on this host may be reading it.
+    """
+    left = {path: _run_of(path) for path in kw.workload_dir().glob("*.run*.*")}
+    going = set(
+        CertificationRun.objects.filter(pk__in=left.values()).exclude(state__in=FINAL_STATES).values_list("pk", flat=True)
+    )
+    ended = sorted(path for path, run_id in left.items() if run_id not in going)
+    for path in ended:
+        path.unlink(missing_ok=True)
+    return [path.name for path in ended]
+
+
+def _run_of(path: Path) -> int:
+    found = re.search(r"\.run(\d+)\.", path.name)
+    return int(found[1]) if found else 0
 
 
 @contextmanager
@@ -162,14 +189,15 @@ def workload_file(*, run_id: int, reference: str) -> Iterator[None]:
     workload = Workload.objects.get(runs__pk=run_id)
     if workload.deleted_at is not None:
         raise UserError("workload:invalid", "The workload was deleted before this run measured it.")
-    path = kw.workload_path(workload.sha256)
+    path = kw.workload_path(workload.sha256, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.part")
+    partial = path.with_suffix(".part")
     lines = (json.dumps(kw.Request.from_dict(r).as_line(), ensure_ascii=False) + "\n" for r in workload.sample)
-    with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as out:
-        out.writelines(lines)
-    partial.replace(path)
     try:
+        with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as out:
+            out.writelines(lines)
+        partial.replace(path)
         yield
     finally:
+        partial.unlink(missing_ok=True)
         path.unlink(missing_ok=True)

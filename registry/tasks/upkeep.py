@@ -13,7 +13,7 @@ from django.conf import settings
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
 from registry.celery import app, hardware_queues
-from registry.services import imports, notifications, publishing, qualifications, runs, schedules
+from registry.services import imports, notifications, publishing, qualifications, runs, schedules, workloads
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,9 @@ def publish_certificate_to_hub(self: Any, certificate_id: int) -> str:
 @worker_ready.connect
 def report_engine_build(sender: Any, **_: Any) -> None:
     """Tell the registry which engine build this worker brings to each hardware queue it serves."""
+    cleared = workloads.workload_files_clear()
+    if cleared:
+        logger.info("removed %d workload files a killed run left behind", len(cleared))
     engine = settings.SPECHUB_DEFAULT_ENGINE
     version = installed_engine_build(engine)
     if not version:

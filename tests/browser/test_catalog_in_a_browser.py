@@ -78,7 +78,9 @@ def test_submitting_a_broken_draft_shows_the_gates_reason(page, live_server, hub
 
 
 @pytest.mark.engine
-def test_a_good_submission_is_certified_by_a_real_worker_while_the_page_watches(page, live_server, hub, tmp_path):
+def test_a_good_submission_is_certified_by_a_real_worker_while_the_page_watches(page, live_server, hub, tmp_path, settings):
+    # Two levels of three block pairs (the least allowed): the page's path whole, at a third of the timing cost.
+    settings.SPECHUB_CONCURRENCY_LEVELS, settings.SPECHUB_REPEATS = [1, 4], 3
     worker = start_worker("worker-cpu", tmp_path, **certifying_worker_env(hub.endpoint, tmp_path))
     try:
         sign_in(page, live_server.url)
@@ -87,7 +89,7 @@ def test_a_good_submission_is_certified_by_a_real_worker_while_the_page_watches(
         page.click("text=Check and submit")
         page.click("text=Follow run")
         seen = set()
-        for _ in range(900):  # a certification takes about three minutes on a quiet 2-core machine
+        for _ in range(900):  # this certification takes about two minutes on a quiet 2-core machine
             state = page.locator("[data-field=state]").inner_text()
             seen.add(state)
             if state == "finished":

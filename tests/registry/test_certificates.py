@@ -7,15 +7,16 @@ from datetime import timedelta
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.utils import timezone
 
 from kernel import certificates
-from registry.models import Certificate, RunTrigger
+from registry.models import Certificate, RunTrigger, Workload
 from registry.services.certificates import signing_key
 from registry.services.schedules import certificates_sweep
-from tests.support.factories import PairFactory
+from tests.support.factories import PairFactory, RunFactory
 from tests.support.runs import finish_run
 
 
@@ -136,6 +137,22 @@ def test_the_expiry_sweep_expires_lapsed_certificates_and_recertifies_those_expi
     assert not fresh.pair.runs.exclude(pk=fresh.pk).exists()
     # A second sweep finds the same pairs busy and the expiry already noted: nothing new.
     assert certificates_sweep(now=now) == ([], [])
+
+
+def test_a_private_run_on_a_users_workload_never_holds_up_the_public_renewal(db, settings):
+    settings.SPECHUB_CERTIFICATE_RENEW_DAYS = 14
+    renewing = finish_run(PairFactory.create())
+    Certificate.objects.filter(run=renewing).update(expires_at=timezone.now() + timedelta(days=3))
+    owner = User.objects.create_user("owner")
+    workload = Workload.objects.create(
+        owner=owner, name="mine", verifier=renewing.pair.verifier, sha256="0" * 64, format="text",
+        total_requests=1, unique_requests=1,
+    )  # fmt: skip
+    RunFactory.create(pair=renewing.pair, workload=workload)  # queued, on the user's own traffic
+
+    _, queued = certificates_sweep()
+
+    assert [(run.pair_id, run.workload_id) for run in queued] == [(renewing.pair_id, None)]
 
 
 def test_a_malformed_signing_key_setting_fails_loudly():

