@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 
 import pytest
 
-from tests.support.processes import BIN, ROOT, process_env
+from tests.support.processes import BIN, process_env, run_whole
 
 pytestmark = pytest.mark.engine
 
@@ -21,10 +20,7 @@ def test_the_demo_qualifies_the_engine_then_certifies_a_toy_pair_in_process_on_e
     env = process_env(
         {"SPECHUB_VAR_DIR": str(tmp_path), **qualify, **plan}, drop=("DATABASE_URL", "CELERY_BROKER_URL", "HF_ENDPOINT")
     )
-    done = subprocess.run(
-        [str(BIN / "python"), "manage.py", "demo", "--no-serve", "--limit", "1"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+    done = run_whole([str(BIN / "python"), "manage.py", "demo", "--no-serve", "--limit", "1"], env, timeout=540)
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
     assert "served through olah" in done.stdout and ": finished, " in done.stdout, done.stdout
     with sqlite3.connect(tmp_path / "spechub.sqlite3") as db:

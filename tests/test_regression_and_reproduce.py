@@ -6,7 +6,6 @@ The plan measures concurrency 1 only, with three block pairs (the least allowed)
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 import pytest
@@ -20,7 +19,7 @@ from registry.models import CertificationRun, Regression, Submission
 from registry.services.certificates import signing_key
 from registry.services.notifications import webhook_endpoint_create
 from registry.services.submissions import submission_create
-from tests.support.processes import BIN, ROOT, certifying_worker_env, process_env, start_worker, wait_until
+from tests.support.processes import BIN, certifying_worker_env, process_env, run_whole, start_worker, wait_until
 from tests.support.receiver import webhook_receiver
 from zoo import ORG
 from zoo.localhub import _git, commit_all
@@ -98,7 +97,7 @@ def test_reproduce_rebuilds_a_matching_result_from_the_certificate_alone(owner, 
         "--out",
         str(tmp_path / "r.json"),
     ]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    done = run_whole(command, env, timeout=540)
 
     assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
     assert "reproduced: every judged figure matches" in done.stdout

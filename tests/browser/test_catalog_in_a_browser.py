@@ -78,10 +78,11 @@ def test_submitting_a_broken_draft_shows_the_gates_reason(page, live_server, hub
 
 
 @pytest.mark.engine
-def test_a_good_submission_is_certified_by_a_real_worker_while_the_page_watches(page, live_server, hub, tmp_path, settings):
+def test_a_good_submission_is_certified_by_a_real_worker_while_the_page_watches(page, live_server, hub, tmp_path):
     # Two levels of three block pairs (the least allowed): the page's path whole, at a third of the timing cost.
-    settings.SPECHUB_CONCURRENCY_LEVELS, settings.SPECHUB_REPEATS = [1, 4], 3
-    worker = start_worker("worker-cpu", tmp_path, **certifying_worker_env(hub.endpoint, tmp_path))
+    # The worker builds the run's plan from its own settings.
+    plan = {"SPECHUB_CONCURRENCY_LEVELS": "1,4", "SPECHUB_REPEATS": "3"}
+    worker = start_worker("worker-cpu", tmp_path, **certifying_worker_env(hub.endpoint, tmp_path), **plan)
     try:
         sign_in(page, live_server.url)
         page.fill("input[name=repo_id]", f"{ORG}/llama-draft-1l")

@@ -236,7 +236,7 @@ def test_a_private_certificate_is_never_opened_as_a_hub_pr_even_when_asked(measu
 
 def test_a_worker_starting_removes_the_files_of_ended_runs_and_keeps_those_of_runs_still_going(measured, tmp_path):
     workload, (ended, going) = measured
-    CertificationRun.objects.filter(pk=going.pk).update(state=RunState.RUNNING)
+    CertificationRun.objects.filter(pk=going.pk).update(state=RunState.MEASURING)
     folder = tmp_path / "workloads"
     left = [folder / f"{workload['sha256']}.run{ended.pk}.jsonl", folder / f"{workload['sha256']}.run{ended.pk}.part"]
     kept = folder / f"{workload['sha256']}.run{going.pk}.jsonl"

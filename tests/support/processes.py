@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -81,6 +82,23 @@ class Process:
                 os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait(timeout=10)
         self._log_file.close()
+
+
+def run_whole(args: list[str], env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a command to its end; if it overruns or the test is interrupted, end every process it started.
+
+    vLLM spawns its engine core and workers. Killing only the command would leave them spinning on a core,
+    slowing every later test.
+    """
+    with subprocess.Popen(
+        args, cwd=ROOT, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:

@@ -9,13 +9,12 @@ then, on purpose, so the README and the pin are updated with it.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from kernel import qualification as q
 from kernel.builds import installed_engine_build
-from tests.support.processes import BIN, ROOT, process_env
+from tests.support.processes import BIN, process_env, run_whole
 
 pytestmark = pytest.mark.engine
 PINNED = "0.32.0"
@@ -24,10 +23,8 @@ PINNED = "0.32.0"
 @pytest.fixture(scope="module")
 def qualified(tmp_path_factory):
     out = tmp_path_factory.mktemp("qualify") / "qualification.json"
-    done = subprocess.run(
-        [str(BIN / "python"), "-m", "workers", "qualify", "--engine", "vllm", "--hardware", "cpu", "--out", str(out)],
-        cwd=ROOT, env=process_env({}), capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+    command = [str(BIN / "python"), "-m", "workers", "qualify", "--engine", "vllm", "--hardware", "cpu", "--out", str(out)]
+    done = run_whole(command, process_env({}), timeout=540)
     return done, q.load(json.loads(out.read_text())) if out.exists() else None
 
 

@@ -92,7 +92,10 @@ class VllmEngine(Engine):
 
     def server_environment(self, config: EngineConfig) -> dict[str, str]:
         # Loaded from local folders: nothing to fetch. The KV cache is sized as the offline engine's.
-        return {"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), "HF_HUB_OFFLINE": "1"}
+        # vLLM's benchmark client keeps an idle connection for 60 s, the server only 5 s by default: the server
+        # could close one just as the client reused it (aiohttp's "Server disconnected", seen at c=16 here).
+        # A keep-alive longer than the client's leaves the closing to the client; no timing depends on it.
+        return {"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), "HF_HUB_OFFLINE": "1", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "120"}
 
     def stop(self) -> None:
         if self.llm is not None:
