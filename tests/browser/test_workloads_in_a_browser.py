@@ -41,7 +41,7 @@ def upload(page: Any, base: str, path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("sized", ["phone"], indirect=True)
-def test_upload_a_thousand_requests_certify_two_drafts_and_read_the_recommendation(
+def test_upload_a_thousand_requests_certify_two_drafts_with_injected_stages_and_read_the_recommendation(
     sized: Any,  # noqa: F811 - the imported fixture
     catalog: None,
     live_server: Any,
