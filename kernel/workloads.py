@@ -56,6 +56,12 @@ def workload_path(sha256: str, run_id: int) -> Path:
     return workload_dir() / f"{sha256}.run{run_id}.jsonl"
 
 
+def workload_run_of(path: Path) -> int | None:
+    """The run a file in workload_dir belongs to (its copy, or the copy being written), or None for another file."""
+    found = re.fullmatch(r"[0-9a-f]{64}\.run(\d+)\.(?:jsonl|part)", path.name)
+    return int(found[1]) if found else None
+
+
 Message = tuple[str, str]  # (role, content)
 
 

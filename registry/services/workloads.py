@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -152,8 +150,10 @@ def workload_delete(*, workload: Workload) -> Workload:
         workload.runs.exclude(error_message="").update(error_message="")
         workload.sample, workload.deleted_at = [], timezone.now()
         workload.save(update_fields=["sample", "deleted_at"])
-    for path in kw.workload_dir().glob(f"{workload.sha256}.*"):
-        path.unlink(missing_ok=True)
+    mine = set(workload.runs.values_list("pk", flat=True))  # another owner's identical upload keeps its files
+    for path in kw.workload_dir().glob(f"{workload.sha256}.run*"):
+        if kw.workload_run_of(path) in mine:
+            path.unlink(missing_ok=True)
     return workload
 
 
@@ -162,7 +162,7 @@ def workload_files_clear() -> list[str]:
 
     Called when a worker starts. A file whose run is still going stays: another worker on this host may be reading it.
     """
-    left = {path: _run_of(path) for path in kw.workload_dir().glob("*.run*.*")}
+    left = {path: run for path in kw.workload_dir().glob("*.run*") if (run := kw.workload_run_of(path)) is not None}
     going = set(
         CertificationRun.objects.filter(pk__in=left.values()).exclude(state__in=FINAL_STATES).values_list("pk", flat=True)
     )
@@ -170,11 +170,6 @@ def workload_files_clear() -> list[str]:
     for path in ended:
         path.unlink(missing_ok=True)
     return [path.name for path in ended]
-
-
-def _run_of(path: Path) -> int:
-    found = re.search(r"\.run(\d+)\.", path.name)
-    return int(found[1]) if found else 0
 
 
 @contextmanager
