@@ -17,7 +17,7 @@ from django.http import Http404
 from kernel import result
 from kernel import workloads as kw
 from registry.charts import TIMES
-from registry.models import CertificationRun, Pair, Workload
+from registry.models import CertificationRun, HubModel, Pair, Role, Workload
 from registry.selectors import latest_finished_run, property_rows, run_document
 from registry.states import RunState
 
@@ -26,6 +26,12 @@ def workloads_of(*, user: Any) -> QuerySet[Workload]:
     """The user's workloads, deleted ones included (their runs keep their figures); every workload for staff."""
     rows = Workload.objects.select_related("verifier", "owner")
     return rows if getattr(user, "is_staff", False) else rows.filter(owner=user)
+
+
+def verifier_repo_ids() -> list[str]:
+    """Every verifier the catalog holds, once per repo id (any database: no DISTINCT ON), for the upload form."""
+    rows = HubModel.objects.filter(role=Role.VERIFIER).order_by("repo_id").values_list("repo_id", flat=True)
+    return list(rows.distinct())
 
 
 def workload_for(*, user: Any, pk: int) -> Workload:

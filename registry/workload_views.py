@@ -21,12 +21,13 @@ from kernel.workloads import CHUNK, FORMATS
 from registry import charts
 from registry.api.workloads import export_response
 from registry.celery import hardware_queues
-from registry.models import HubModel, Role, Workload
+from registry.models import Workload
 from registry.services.workloads import workload_certify, workload_create, workload_delete, workload_runs_today
 from registry.workload_report import (
     bench_command,
     draft_name,
     sample_line,
+    verifier_repo_ids,
     workload_candidates,
     workload_for,
     workload_report,
@@ -64,7 +65,7 @@ def workloads(request: HttpRequest) -> HttpResponse:
             error = refused.message
         except ValidationError as refused:
             error = " ".join(refused.messages)
-    verifiers = HubModel.objects.filter(role=Role.VERIFIER).order_by("repo_id", "-created_at").distinct("repo_id")
+    verifiers = verifier_repo_ids()
     context = {
         "rows": [(w, sample_line(w)) for w in workloads_of(user=request.user)[:100]],
         "verifiers": verifiers,
