@@ -6,6 +6,20 @@ from kernel.hub import HubClient
 from tests.support.factories import HubModelFactory, PairFactory
 from zoo.localhub import LocalHub
 
+TIERS = ("browser", "engine", "process")  # what a test needs beyond the database, heaviest first
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server", "django_db_blocker"}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give every test a tier: `browser`, `engine` and `process` are marked where the test is; the rest is `db`
+    (it touches the database) or `unit` (it needs nothing). `make test-fast` runs unit and db tests only."""
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            continue
+        uses_db = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.db if uses_db else pytest.mark.unit)
+
 
 @pytest.fixture
 def pair(db):
@@ -25,11 +39,18 @@ def local_hub():
         yield hub
 
 
+@pytest.fixture(scope="session")
+def registry_hub_cache(tmp_path_factory):
+    """One download cache for the registry's Hub reads all session: every file in it is pinned to a commit, so a
+    test that moves a branch still reads the new commit from olah."""
+    return tmp_path_factory.mktemp("registry-hub-cache")
+
+
 @pytest.fixture
-def hub_settings(settings, local_hub, tmp_path):
+def hub_settings(settings, local_hub, registry_hub_cache):
     """Point the registry's Hub reads (the gate, submissions) at olah for one test."""
     settings.SPECHUB_HUB_ENDPOINT = local_hub.endpoint
-    settings.SPECHUB_HUB_CACHE = tmp_path / "hub-cache"
+    settings.SPECHUB_HUB_CACHE = registry_hub_cache
     return local_hub
 
 

@@ -27,6 +27,8 @@ from kernel.certificates import new_seed
 from zoo.localhub import free_port
 
 __all__ = ["free_port"]
+# A full certification runs every one of these for real before its verdict.
+MEASURING_STAGES = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "smoke")
 
 
 class ThrowawayServers:
@@ -95,11 +97,29 @@ def pytest_load_initial_conftests(
     # Each worker the tests start would qualify its engine build first (minutes of vLLM on the queue
     # its certification waits on); the qualification's own tests turn this on.
     os.environ.setdefault("SPECHUB_QUALIFY_NEW_BUILDS", "0")
+    # Every process this session starts (workers, servers, commands) records its vLLM start-ups here.
+    os.environ.setdefault("SPECHUB_START_LOG", str(_servers.root / "starts.log"))
     yield
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     _servers.stop()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say what the session's real parts cost: vLLM engines and servers started, and real certifications."""
+    if hasattr(terminalreporter.config, "workerinput"):  # an xdist worker: the controller reports
+        return
+    log = Path(os.environ["SPECHUB_START_LOG"])
+    lines = [line.split(" ", 3) for line in log.read_text().splitlines()] if log.exists() else []
+    kinds = [kind for _, _, kind, *_ in lines]
+    runs = [detail for _, _, kind, detail in lines if kind == "certification"]
+    full = sum(1 for detail in runs if set(MEASURING_STAGES) <= set(detail.rpartition("stages=")[2].split(",")))
+    terminalreporter.write_sep("-", "spechub: real parts started")
+    terminalreporter.write_line(
+        f"{kinds.count('engine')} vLLM engines and {kinds.count('server')} vLLM servers started; "
+        f"{full} full real certifications, {len(runs) - full} with stages left out or injected"
+    )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

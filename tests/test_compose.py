@@ -92,6 +92,7 @@ def test_docker_compose_accepts_the_file_where_the_client_has_compose():
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.process
 def test_the_compose_beat_command_starts_on_the_database_scheduler(tmp_path):
     beat = Process(
         compose_command("beat"),

@@ -25,6 +25,8 @@ import pytest
 from tests.support.processes import BIN, ROOT, Process, compose_command, process_env, serving, wait_until
 from zoo import ORG
 
+pytestmark = pytest.mark.process
+
 SLOW_STAGE_SECONDS = 12
 ENV = {
     "SPECHUB_DIRECTOR_STAGES": "tests.support.stages.injected_slow_stages",

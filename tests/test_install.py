@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.processes import ROOT, process_env
 
+pytestmark = pytest.mark.process
+
 ENGINE_CHECK = """
 import importlib.util, sys, tempfile
 import vllm, torch
@@ -46,6 +48,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.test.utils import setup_test_environment
 import kernel, registry, workers
+
 for package in (kernel, registry, workers):
     for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         importlib.import_module(module.name)

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.support.processes import ROOT, process_env
 
 PACKAGES = ("registry", "kernel", "workers", "zoo", "bench", "tests", "spechub")
@@ -110,6 +112,7 @@ def test_the_client_side_imports_only_the_kernel():
     assert arrows(graph, "registry", "spechub") == arrows(graph, "workers", "spechub") == arrows(graph, "kernel", "spechub") == []
 
 
+@pytest.mark.process
 def test_the_kernel_and_the_workers_core_import_no_django():
     code = (
         "import sys, workers.__main__, workers.certification, workers.stages, workers.engines.vllm, "

@@ -26,7 +26,7 @@ from tests.support.factories import PairFactory
 from tests.support.processes import Process, compose_command, process_env, start_worker, wait_until, worker_database_url
 from tests.support.runs import finish_run
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from rest_framework.authtoken.models import Token
 from tests.support.processes import BIN, compose_command, process_env, serving, start_worker, worker_database_url
 from zoo import ORG
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 
 
 def spechub(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from registry.models import CertificationRun, Pair, Submission
 from tests.support.processes import compose_command, serving, worker_database_url
 from zoo import ORG
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 USERS, PER_USER, QUOTA = 20, 50, 5
 VERIFIER = f"{ORG}/llama-verifier"
 PAYLOADS: list[dict[str, Any]] = [

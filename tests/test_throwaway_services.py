@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote
 
+import pytest
+
 from tests.support.processes import ROOT, process_env
+
+pytestmark = pytest.mark.process
 
 SUBSET = [
     "tests/registry/services/test_runs.py",

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.services import free_port
 from tests.support.processes import BIN, compose_command, serving, worker_database_url
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 # What `make demo` runs, less the certification, which tests/test_demo_certifies.py covers.
 DEMO = [str(BIN / "python"), "manage.py", "demo", "--addrport", "127.0.0.1:8000", "--no-certify"]
 

@@ -26,7 +26,7 @@ from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.spec import RunSpec
 from kernel.verdict import judge_document
-from workers import baselines, metrics, serving
+from workers import audit, baselines, metrics, serving
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
@@ -409,6 +409,8 @@ def verdict(bench: Workbench, report: Tick) -> result.Verdict:
     the registry (or `certify --qualification`) judges the document again with one.
     """
     thresholds = bench.spec.plan.thresholds
+    draft = bench.spec.draft.repo_id if bench.spec.draft else bench.spec.method
+    audit.record("certification", f"{draft} stages={','.join(bench.stages)}")
     level, reasons, properties = judge_document(bench.stages, method=bench.spec.method, thresholds=thresholds,
                                                 qualification=None)  # fmt: skip
     return {

@@ -36,7 +36,7 @@ import httpx
 
 from kernel import result
 from kernel.errors import InfraError
-from workers import metrics
+from workers import audit, metrics
 from workers.engines.base import Engine, EngineConfig, SpecCounters
 
 SIDES = ("baseline", "speculative")
@@ -111,6 +111,7 @@ def _start(engine: Engine, name: str, config: EngineConfig, log_dir: Path) -> Se
     port = _free_port()
     command = engine.server_command(config, port)
     log = log_dir / f"{name}.log"
+    audit.record("server", f"{name} {' '.join(config.server_flags)}".strip())
     with log.open("wb") as out:
         process = subprocess.Popen(
             command,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import struct
@@ -66,11 +67,18 @@ def _zoo_model(repo: Path, sha: str, verifier_tokenizer: str) -> HubModel:
     return model
 
 
-def demo_catalog_load(*, zoo_dir: Path) -> list[Pair]:
-    """Register the zoo's models, pinned to the commits the local Hub serves, and its pairs."""
+@functools.cache
+def _mirror_shas(zoo_dir: Path) -> dict[str, str]:
+    """The commits the local Hub serves for the zoo's repos. Building the git mirrors takes seconds and gives
+    the same commits every time (fixed authors and dates), so a process builds them once."""
     with tempfile.TemporaryDirectory() as root:
         build_mirrors(Path(root), zoo_dir)
-        shas = {name: git_sha(Path(root) / "mirrors" / "models" / ORG / name, "main") for name in ROLES}
+        return {name: git_sha(Path(root) / "mirrors" / "models" / ORG / name, "main") for name in ROLES}
+
+
+def demo_catalog_load(*, zoo_dir: Path) -> list[Pair]:
+    """Register the zoo's models, pinned to the commits the local Hub serves, and its pairs."""
+    shas = _mirror_shas(zoo_dir)
     org = zoo_dir / ORG
     verifier_tokenizer = tokenizer_hash(json.loads((org / "llama-verifier" / "tokenizer.json").read_text()))
     with transaction.atomic():

@@ -76,6 +76,7 @@ def _fill() -> None:
     User.objects.create_user("staff", password="pw", is_staff=True, is_superuser=True)
     pairs = demo_catalog_load(zoo_dir=ROOT / "zoo" / "models")
     run = finish_run(pairs[0])  # through the services: the registry signs its certificate
+    assert run.result is not None
     run.result = {**serving_document(), "spec": run.result["spec"]}
     run.save(update_fields=["result"])
     qualification_record(document=dict(record()))
@@ -110,9 +111,11 @@ def _admin_object(name: str) -> int:
     path); a pair for the "view on site" shortcut."""
     for model in admin.site._registry:
         if name.startswith(f"admin:{model._meta.app_label}_{model._meta.model_name}_"):
-            found = model.objects.order_by("pk").first()
+            found = model._default_manager.order_by("pk").first()
             return found.pk if found is not None else 0
-    return Pair.objects.order_by("pk").first().pk
+    pair = Pair.objects.order_by("pk").first()
+    assert pair is not None
+    return pair.pk
 
 
 def _other(name: str, parameter: str) -> Any:

@@ -13,6 +13,8 @@ from kernel import certificates
 from registry import envconf
 from tests.support.processes import ROOT
 
+pytestmark = pytest.mark.process
+
 LOAD_SETTINGS = (
     "import django; django.setup(); from django.conf import settings; "
     "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"
@@ -170,6 +172,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 call_command("migrate", verbosity=0)
 from django.contrib.auth.models import User
+
 errors = []
 
 def hold_the_lock():

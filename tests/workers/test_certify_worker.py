@@ -22,7 +22,7 @@ from registry.tasks.timelimit import HARD_LIMIT_EXIT_CODE
 from tests.support.factories import PairFactory
 from tests.support.processes import start_worker, wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 STAGES = "tests.support.stages."
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from kernel.errors import InfraError, UserError
 from kernel.formats.recipe import serve_arguments
+from workers import audit
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
 
 COUNTERS = {
@@ -35,6 +36,7 @@ class VllmEngine(Engine):
         from vllm import LLM
 
         self.arguments = engine_arguments(config)
+        audit.record("engine", _described(config))
         try:
             self.llm = LLM(**self.arguments)
         except (ValueError, TypeError) as exc:  # vLLM's config validation: the pair itself
@@ -102,6 +104,11 @@ class VllmEngine(Engine):
             # Without this the EngineCore and worker processes outlive the LLM object.
             self.llm.llm_engine.engine_core.shutdown()
             self.llm = None
+
+
+def _described(config: EngineConfig) -> str:
+    method = (config.speculative_config or {}).get("method", "verifier-alone")
+    return f"vllm {method} {' '.join(config.server_flags)}".strip()
 
 
 def _on_gpu() -> bool:

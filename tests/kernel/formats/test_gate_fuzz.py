@@ -12,7 +12,15 @@ from kernel.formats import judge
 from kernel.formats.findings import HINTS, Severity
 from tests.kernel.formats.configs import EAGLE3_LLAMA, LLAMA_31_8B, edited, gate_input, mapping
 
-DELETE = object()
+
+class _Delete:
+    """Remove the field. A stable repr keeps the test ids the same in every process (pytest-xdist compares them)."""
+
+    def __repr__(self) -> str:
+        return "<delete>"
+
+
+DELETE = _Delete()
 # Every field the gate checks in a speculators config, with values that must not pass.
 DRAFT_MUTATIONS: dict[str, list[Any]] = {
     "speculators_model_type": [DELETE, 3, "", [], "eagle99", {"a": 1}, "eagle", "mtp"],

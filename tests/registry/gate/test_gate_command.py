@@ -13,6 +13,8 @@ from tests.services import free_port
 from tests.support.processes import ROOT, process_env
 from zoo import ORG
 
+pytestmark = pytest.mark.process
+
 ZOO = ROOT / "zoo" / "models" / ORG
 LOCAL_VERIFIER = ["--verifier", str(ZOO / "llama-verifier"), "--verifier-id", f"{ORG}/llama-verifier"]
 

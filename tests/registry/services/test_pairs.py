@@ -106,6 +106,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.process
 def test_processes_racing_to_submit_the_same_pair_create_one_row():
     verifier, draft = HubModelFactory.create(role="verifier"), HubModelFactory.create()
     env = process_env({"DATABASE_URL": worker_database_url(), "DJANGO_SETTINGS_MODULE": "registry.settings"})

@@ -13,6 +13,8 @@ from workers.engines import load_engine
 from workers.engines.base import EngineConfig, Sampling
 from workers.exact import next_token_distribution
 
+pytestmark = pytest.mark.engine  # the reference engine runs on torch, from the cpu extra
+
 GREEDY = Sampling(temperature=0, max_tokens=24)
 
 
