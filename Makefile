@@ -33,13 +33,15 @@ lint:
 check-migrations:
 	$(PY) manage.py makemigrations --check --dry-run
 
-# The tiers (tests/conftest.py): unit and db tests time nothing, so they share both cores; process, engine and
-# browser tests run one at a time, since paired timing blocks assume a quiet machine. The both_databases tests
-# run again on the embedded default, SQLite.
+# The tiers (tests/conftest.py): unit and db tests share both cores; so do process, engine and browser tests that
+# time nothing (a module stays on one core, so its shared engine starts once). `serial` tests time servers (paired
+# blocks assume a quiet machine) or read the session's shared real certification: they run alone. The
+# both_databases tests run again on the embedded default, SQLite.
 FAST := not process and not engine and not browser
 pytest:
 	$(PY) -m pytest -m "$(FAST)" -n 2
-	$(PY) -m pytest -m "not ($(FAST))"
+	$(PY) -m pytest -m "not ($(FAST)) and not serial" -n 2 --dist loadscope
+	$(PY) -m pytest -m serial
 	DATABASE_URL=sqlite:///$(CURDIR)/var/test-sqlite.sqlite3 $(PY) -m pytest -m both_databases -n 2
 
 ## bench: every speed target an issue names, each printing its figure

@@ -1,20 +1,33 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kernel.hub import HubClient
 from tests.support.factories import HubModelFactory, PairFactory
 from zoo.localhub import LocalHub
 
+pytest_plugins = ["tests.support.certified"]  # the session's one real certification
+
 TIERS = ("browser", "engine", "process")  # what a test needs beyond the database, heaviest first
 DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server", "django_db_blocker"}
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Give every test a tier: `browser`, `engine` and `process` are marked where the test is; the rest is `db`
-    (it touches the database) or `unit` (it needs nothing). `make test-fast` runs unit and db tests only."""
+    (it touches the database) or `unit` (it needs nothing). `make test-fast` runs unit and db tests only;
+    every test under tests/browser is `browser`.
+
+    A test that reads the session's shared certification is `serial`: the certification times its servers, so it
+    runs where nothing else does, once."""
+    browser = Path(__file__).parent / "browser"
     for item in items:
+        if browser in item.path.parents:
+            item.add_marker(pytest.mark.browser)
+        if "shared_certification" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.serial)
         if any(item.get_closest_marker(tier) for tier in TIERS):
             continue
         uses_db = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))

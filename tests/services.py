@@ -102,6 +102,22 @@ def pytest_load_initial_conftests(
     yield
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """On two or more xdist workers, give each worker (and every process it starts) a core of its own.
+
+    torch and vLLM each start one thread per core and spin on it; two such processes on the same two cores wait on
+    each other's spinning (a reference-engine test went from minutes to past its 10-minute limit). One core each,
+    with OpenMP and vLLM's thread binding told so, keeps them apart.
+    """
+    worker: dict[str, Any] | None = getattr(config, "workerinput", None)
+    cores = sorted(os.sched_getaffinity(0))
+    if worker is None or int(worker.get("workercount", 1)) < 2 or len(cores) < 2:
+        return
+    core = cores[int(worker["workerid"].removeprefix("gw")) % len(cores)]
+    os.sched_setaffinity(0, {core})
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", VLLM_CPU_OMP_THREADS_BIND=str(core))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     _servers.stop()
 

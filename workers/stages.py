@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kernel.director import Stage
-from kernel.result import ResultDocument
+from kernel.result import STAGE_ORDER, ResultDocument
 from kernel.spec import RunSpec
+
+SERVED = ("throughput", "smoke")  # the stages that start vLLM servers
 
 if TYPE_CHECKING:  # the engines' imports wait until a stage runs
     from workers.certification import Workbench
@@ -38,10 +40,18 @@ class MeasuringStage:
 
 def default_stages() -> list[Stage]:
     """Return fetch → gate → baseline → speculative → equivalence → throughput → smoke → verdict."""
-    from workers import certification as c
+    return _sharing_one_bench(STAGE_ORDER)
+
+
+def unserved_stages() -> list[Stage]:
+    """Every stage but the served ones (throughput, smoke): acceptance and equivalence, judged by the real verdict,
+    which reads speed as not measured. For work that judges no speed, such as a reproduction that compares
+    acceptance and greedy output only: it starts no server."""
+    return _sharing_one_bench(tuple(name for name in STAGE_ORDER if name not in SERVED))
+
+
+def _sharing_one_bench(names: tuple[str, ...]) -> list[Stage]:
+    from workers import certification
 
     shared = _Shared()
-    steps: list[Callable[[Workbench, Callable[[int], None]], Mapping[str, Any]]] = [
-        c.fetch, c.gate, c.baseline, c.speculative, c.equivalence, c.throughput, c.smoke, c.verdict,
-    ]  # fmt: skip
-    return [MeasuringStage(step.__name__, step, shared) for step in steps]
+    return [MeasuringStage(name, getattr(certification, name), shared) for name in names]

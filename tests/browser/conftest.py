@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,11 +36,3 @@ def page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     yield page
     context.close()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test in this folder `browser`, so `make test-fast` can leave them out."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.browser)

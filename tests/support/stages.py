@@ -147,12 +147,17 @@ def injected_stages_ignoring_the_soft_limit() -> list[Stage]:
 def real_stages_through_the_baseline() -> list[Stage]:
     """The real fetch, gate and baseline stages (the offline vLLM engine), then an injected verdict: the
     baseline's cache at work, without the speculative, equivalence and serving stages' minutes."""
-    from workers import certification as c
-    from workers.stages import MeasuringStage, _Shared
+    from workers.stages import default_stages
 
-    shared = _Shared()
-    steps: list[Stage] = [MeasuringStage(step.__name__, step, shared) for step in (c.fetch, c.gate, c.baseline)]
-    return [*steps, InjectedStage("verdict", _verdict)]
+    return [*default_stages()[:3], InjectedStage("verdict", _verdict)]
+
+
+def real_stages_without_serving() -> list[Stage]:
+    """Every real stage but the served ones (workers.stages.unserved_stages), for a worker: for tests whose subject
+    is acceptance; the session's shared certification (tests/support/certified.py) serves the pair."""
+    from workers.stages import unserved_stages
+
+    return unserved_stages()
 
 
 @dataclass

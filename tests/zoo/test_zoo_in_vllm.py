@@ -90,7 +90,7 @@ def gate_config(
     return config
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # one engine alive at a time: it stops when this module ends
 def draft_pair_engine(engine_client, snapshots) -> Iterator[Any]:
     llm = start_engine(snapshots[VERIFIER], gate_config(engine_client, snapshots, DRAFT, "draft_model", {}))
     yield llm

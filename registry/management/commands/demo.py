@@ -18,7 +18,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from registry.models import Pair
+from kernel import result
+from registry.models import CertificationRun, Pair
 from registry.services.demo import demo_catalog_load, demo_certify, demo_qualify
 
 ZOO = Path(settings.BASE_DIR) / "zoo" / "models"
@@ -91,12 +92,22 @@ class Command(BaseCommand):
         for run in demo_certify(pairs=pairs, limit=limit):
             summary = f"{run.pair}: {run.state}"
             if run.pair.verdict:
-                summary += (
-                    f", {run.pair.verdict}, AL {run.pair.mean_acceptance_length:.2f}, speedup at c=1 {run.pair.speedup:.2f}"
-                )
+                summary += f", {run.pair.verdict}, {_figures(run)}"
             elif run.error_code:
                 summary += f" ({run.error_code})"
             self.stdout.write(summary)
+
+
+def _figures(run: CertificationRun) -> str:
+    """Acceptance length and the c=1 speedup with its interval, or what was not measured (a stage list without
+    serving leaves speed out)."""
+    al = run.pair.mean_acceptance_length
+    accepted = f"AL {al:.2f}" if al is not None else "AL not measured"
+    level_1 = next((row for row in result.speed_by_level(run.result) if row["concurrency"] == 1), None)
+    if level_1 is None or len(level_1["interval"]) != 2:
+        return f"{accepted}, speed not measured"
+    low, high = level_1["interval"]
+    return f"{accepted}, speedup at c=1 {level_1['speedup']:.2f} [{low:.2f}, {high:.2f}] ({level_1['supports']})"
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

