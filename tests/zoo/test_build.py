@@ -18,7 +18,7 @@ ZOO = ROOT / "zoo" / "models"
 
 
 def build(out: Path, seed: int) -> dict[str, Any]:
-    args = [sys.executable, "-m", "zoo.build", "--out", str(out), "--seed", str(seed), "--scale", "0.01"]
+    args = [sys.executable, "-m", "zoo.build", "--out", str(out), "--seed", str(seed), "--scale", "0.002"]
     subprocess.run(args, cwd=ROOT, check=True, capture_output=True, timeout=600)
     record: dict[str, Any] = json.loads((out / "BUILD.json").read_text())
     return record

@@ -107,16 +107,15 @@ def test_vllm_serves_the_toy_verifier_and_draft_fetched_through_the_hub(draft_pa
     assert re.fullmatch(r"[0-9a-f]{40}", Path(snapshots[VERIFIER]).name)  # a snapshot pinned to a commit
 
 
+# draft_model is the module's draft_pair_engine above; the self-draft's AL of exactly 5 is tests/workers/engines/test_vllm.py's.
 @pytest.mark.parametrize(
     ("method", "draft", "options", "minimum_al"),
     [
         ("eagle3", "spechub-toy/eagle3-head", {}, 1.5),
         ("eagle3", "spechub-toy/eagle3-head-reduced", {}, 1.5),
-        # The self-draft proposes exactly what the verifier would say: nearly all k tokens pass.
-        ("draft_model", VERIFIER, {}, 4.5),
         ("ngram", None, {"prompt_lookup_min": 2, "prompt_lookup_max": 4}, 1.0),
     ],
-    ids=["eagle3-speculators-format", "eagle3-reduced-vocab", "self-draft", "ngram"],
+    ids=["eagle3-speculators-format", "eagle3-reduced-vocab", "ngram"],
 )
 def test_vllm_starts_every_zoo_pair_with_the_config_the_gate_emits(engine_client, snapshots, method, draft, options, minimum_al):
     llm = start_engine(snapshots[VERIFIER], gate_config(engine_client, snapshots, draft, method, options))
