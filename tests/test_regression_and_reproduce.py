@@ -11,17 +11,15 @@ import time
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import transaction
 from safetensors.torch import load_file, save_file
 from standardwebhooks.webhooks import Webhook
 
 from kernel import certificates
 from registry import webhooks
-from registry.models import CertificationRun, Regression, Submission
+from registry.models import Regression, Submission
 from registry.services.certificates import signing_key
 from registry.services.notifications import webhook_endpoint_create
-from registry.services.submissions import submission_create
-from tests.support.certified import AUTHOR, DRAFT, PLAN, VERIFIER
+from tests.support.certified import AUTHOR, DRAFT, PLAN, certified_through_a_submission
 from tests.support.processes import BIN, process_env, run_whole, start_worker, wait_until
 from tests.support.receiver import webhook_receiver
 from zoo.localhub import _git, commit_all
@@ -37,21 +35,6 @@ def worker(shared_certification, tmp_path):
     process = start_worker("worker-cpu", tmp_path, **env)
     yield process
     process.stop()
-
-
-def certified(owner, worker, revision: str) -> CertificationRun:
-    with transaction.atomic():
-        submission = submission_create(user=owner, repo_id=DRAFT, revision=revision, verifier_repo_id=VERIFIER)
-    assert submission.run is not None, submission.validation_report
-    run = submission.run
-
-    def over() -> bool:
-        run.refresh_from_db()
-        return run.is_final
-
-    wait_until(over, 600, f"the certification of {DRAFT}@{revision}")
-    assert run.state == "finished", (run.error_code, run.error_message, worker.output()[-3000:])
-    return run
 
 
 @pytest.fixture
@@ -110,7 +93,7 @@ def test_a_worse_draft_revision_is_flagged_with_exactly_one_signed_webhook(certi
     good, owner = certified_run, User.objects.get(username=AUTHOR)
     with webhook_receiver() as receiver:
         endpoint = webhook_endpoint_create(owner=owner, url=receiver.url, events=[])
-        worse = certified(owner, worker, worse_revision)
+        worse = certified_through_a_submission(owner, worker, revision=worse_revision)
         wait_until(lambda: receiver.received, 60, "the webhook")
         time.sleep(3)  # time for a duplicate to arrive, if one were sent
 

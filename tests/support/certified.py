@@ -47,25 +47,25 @@ class SharedCertification:
     worker_env: dict[str, str]  # the worker's caches (Hub, baselines): a later worker that shares them reuses them
 
 
-def _certify(tmp: Path, hub_endpoint: str) -> tuple[int, set[str], Process]:
-    worker = start_worker("worker-cpu", tmp, **certifying_worker_env(hub_endpoint, tmp), **PLAN)
-    try:
-        author = User.objects.create_user(AUTHOR, email="author@example.org", password="pw")
-        with transaction.atomic():
-            submission = submission_create(user=author, repo_id=DRAFT, verifier_repo_id=VERIFIER)
-        assert submission.run is not None, submission.validation_report
-        run, seen = submission.run, set()
+def certified_through_a_submission(
+    owner: User, worker: Process, *, revision: str = "main", timeout: float = 600, seen: set[str] | None = None
+) -> CertificationRun:
+    """Submit the draft at `revision` as `owner` and wait for `worker` to finish certifying it; `seen` collects the
+    run's stage as polled."""
+    with transaction.atomic():
+        submission = submission_create(user=owner, repo_id=DRAFT, revision=revision, verifier_repo_id=VERIFIER)
+    assert submission.run is not None, submission.validation_report
+    run = submission.run
 
-        def over() -> bool:
-            run.refresh_from_db()
+    def over() -> bool:
+        run.refresh_from_db()
+        if seen is not None:
             seen.add(run.stage)
-            return run.is_final
+        return run.is_final
 
-        wait_until(over, 900, f"the shared certification of {DRAFT}")
-    finally:
-        worker.stop()
+    wait_until(over, timeout, f"the certification of {DRAFT}@{revision}")
     assert run.state == "finished", (run.error_code, run.error_message, worker.output()[-4000:])
-    return run.pk, seen, worker
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -73,15 +73,23 @@ def shared_certification(
     django_db_setup: Any, django_db_blocker: Any, local_hub: Any, registry_hub_cache: Path, tmp_path_factory: Any
 ) -> Iterator[SharedCertification]:
     tmp = tmp_path_factory.mktemp("shared-certification")
-    hub = {"SPECHUB_HUB_ENDPOINT": local_hub.endpoint, "SPECHUB_HUB_CACHE": registry_hub_cache}
-    with django_db_blocker.unblock(), override_settings(**hub, SPECHUB_CONCURRENCY_LEVELS=[1, 4], SPECHUB_REPEATS=3):
+    env = certifying_worker_env(local_hub.endpoint, tmp)
+    seen: set[str] = set()
+    # The registry's Hub reads (the gate in submission_create); the plan is the worker's to build, from PLAN.
+    hub = override_settings(SPECHUB_HUB_ENDPOINT=local_hub.endpoint, SPECHUB_HUB_CACHE=registry_hub_cache)
+    with django_db_blocker.unblock(), hub:
         try:
-            run_id, seen, worker = _certify(tmp, local_hub.endpoint)
+            worker = start_worker("worker-cpu", tmp, **env, **PLAN)
+            try:
+                author = User.objects.create_user(AUTHOR, email="author@example.org", password="pw")
+                run = certified_through_a_submission(author, worker, timeout=900, seen=seen)
+            finally:
+                worker.stop()
             fixture = tmp / "certified.json"
             call_command("dumpdata", "registry", "auth.user", output=str(fixture), verbosity=0)
         finally:
             call_command("flush", interactive=False, verbosity=0)
-    yield SharedCertification(fixture, run_id, frozenset(seen), worker.output(), certifying_worker_env(local_hub.endpoint, tmp))
+    yield SharedCertification(fixture, run.pk, frozenset(seen), worker.output(), env)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from kernel.workloads import CATEGORIES
 from registry.models import CertificationRun
 from registry.services.certificates import signing_key
 from registry.states import RunState
-from tests.support.certified import SharedCertification
 from tests.support.processes import ROOT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
@@ -23,7 +22,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(certified_run, shared_certification):
     assert certified_run.state == RunState.FINISHED, (certified_run.error_code, shared_certification.worker_log[-3000:])
     assert {"baseline", "speculative", "throughput"} & shared_certification.stages_seen  # progress was visible
-    assert_complete(certified_run, shared_certification)
+    assert_complete(certified_run)
 
 
 def test_the_certificate_is_signed_with_the_registrys_key_and_names_the_run(certified_run):
@@ -43,7 +42,7 @@ def test_the_trained_draft_is_accepted_often_and_less_often_further_out(certifie
     assert len(rates) == 4 and all(later <= earlier for earlier, later in itertools.pairwise(rates)), rates
 
 
-def assert_complete(run: CertificationRun, shared: SharedCertification) -> None:
+def assert_complete(run: CertificationRun) -> None:
     assert run.result is not None
     schema = json.loads((ROOT / "kernel" / "result.schema.json").read_text())
     jsonschema.validate(run.result, schema)
