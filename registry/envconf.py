@@ -71,6 +71,11 @@ def env_int_list(name: str, default: list[int]) -> list[int]:
     return numbers
 
 
+def env_str_list(name: str) -> list[str]:
+    """Return comma-separated names (spaces kept inside a name), or an empty list when unset."""
+    return [item.strip() for item in (_raw(name) or "").split(",") if item.strip()]
+
+
 def env_float(name: str, default: float) -> float:
     """Return the variable as a float, the default when unset."""
     value = _raw(name)

@@ -83,6 +83,7 @@ def measuring_plan() -> Plan:
         repeats=settings.SPECHUB_REPEATS,
         output_tokens=settings.SPECHUB_OUTPUT_TOKENS,
         dtype=settings.SPECHUB_ENGINE_DTYPE,
+        smoke_engine_features=tuple(settings.SPECHUB_SMOKE_ENGINE_FEATURES) or None,
         thresholds=Thresholds(
             greedy_exact_match=settings.SPECHUB_THRESHOLD_EXACT_MATCH,
             sampling_alpha=settings.SPECHUB_THRESHOLD_SAMPLING_ALPHA,

@@ -12,7 +12,18 @@ from pathlib import Path
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from registry.envconf import env_bool, env_broker, env_database, env_float, env_int, env_int_list, env_list, env_str, env_url
+from registry.envconf import (
+    env_bool,
+    env_broker,
+    env_database,
+    env_float,
+    env_int,
+    env_int_list,
+    env_list,
+    env_str,
+    env_str_list,
+    env_url,
+)
 
 # Lets admin and other generic classes be subscripted at run time, as mypy sees them.
 django_stubs_ext.monkeypatch()
@@ -192,6 +203,8 @@ SPECHUB_CONCURRENCY_LEVELS = env_int_list("SPECHUB_CONCURRENCY_LEVELS", [1, 2, 4
 SPECHUB_REPEATS = env_int("SPECHUB_REPEATS", 5, minimum=3)
 # Tokens each timed request asks for: long enough that per-token figures are not start-up noise.
 SPECHUB_OUTPUT_TOKENS = env_int("SPECHUB_OUTPUT_TOKENS", 128, minimum=16)
+# The smoke tier's engine features to serve, e.g. "prefix caching off,chunked prefill"; unset: all of them.
+SPECHUB_SMOKE_ENGINE_FEATURES = env_str_list("SPECHUB_SMOKE_ENGINE_FEATURES")
 SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
 # The verdict's thresholds, shown on every certificate.
 SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)

@@ -398,7 +398,8 @@ def smoke(bench: Workbench, report: Tick) -> result.Smoke:
     """The serving-feature smoke tier: the request features the throughput stage ran, then the engine features."""
     engine = load_engine(bench.spec.engine)()
     configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
-    grid = smoke_tier.tier(engine, configs, configs["baseline"].verifier, bench.prompts, bench.smoke_requests)
+    features = bench.spec.plan.smoke_engine_features
+    grid = smoke_tier.tier(engine, configs, configs["baseline"].verifier, bench.prompts, bench.smoke_requests, features)
     return {**grid, "seconds": round(grid["seconds"] + bench.smoke_request_seconds, 1)}
 
 

@@ -27,11 +27,16 @@ def spec_from_certificate(payload: certificates.Payload) -> RunSpec:
         options=inputs.get("options", {}),
         plan=Plan(
             # The other plan fields are stored as Plan holds them; mypy cannot match TypedDict items to keywords.
-            **{key: value for key, value in plan.items() if key not in ("concurrency", "thresholds")},  # type: ignore[arg-type]
+            **{key: value for key, value in plan.items() if key not in ("concurrency", "thresholds", "smoke_engine_features")},  # type: ignore[arg-type]
             concurrency=tuple(plan["concurrency"]),
+            smoke_engine_features=_names(plan.get("smoke_engine_features")),
             thresholds=Thresholds(**plan["thresholds"]),
         ),
     )
+
+
+def _names(stored: list[str] | tuple[str, ...] | None) -> tuple[str, ...] | None:
+    return tuple(stored) if stored is not None else None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import contextlib
 import io
 import os
 import random
+import re
 import signal
 import socket
 import statistics
@@ -68,11 +69,14 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def log_tail(self) -> str:
+    def log_text(self) -> str:
         try:
-            return self.log.read_text(errors="replace")[-LOG_TAIL:]
+            return self.log.read_text(errors="replace")
         except OSError:
             return ""
+
+    def log_tail(self) -> str:
+        return self.log_text()[-LOG_TAIL:]
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -136,8 +140,9 @@ def _wait_ready(waiting: list[Server]) -> None:
         while waiting:
             for server in list(waiting):
                 if server.process.poll() is not None:
+                    cause = engine_error(server.log_text())  # often far above the tail, under the wrappers' tracebacks
                     raise InfraError(
-                        "serve:start-failed", f"{server.name} exited ({server.process.returncode}):\n{server.log_tail()}"
+                        "serve:start-failed", f"{server.name} exited ({server.process.returncode}): {cause}\n{server.log_tail()}"
                     )
                 with contextlib.suppress(httpx.HTTPError):
                     if client.get(f"{server.url}/health").status_code == 200:
@@ -145,6 +150,19 @@ def _wait_ready(waiting: list[Server]) -> None:
             if waiting and time.monotonic() > deadline:
                 raise InfraError("serve:start-failed", f"{waiting[0].name} not ready after {START_TIMEOUT:.0f} s")
             time.sleep(0.5)
+
+
+# An exception line, as Python prints it (after vLLM's "(Process pid=N) ERROR ..." prefix, if any), or argparse's.
+ERROR_LINE = re.compile(r"\b[A-Z]\w*(Error|Exception): |^\S+: error: |\berror: ")
+# vLLM's wrappers around the real failure: they point back at it and name nothing themselves.
+WRAPPER = re.compile(r"See root cause above|Failed core proc")
+
+
+def engine_error(log: str) -> str:
+    """Return the engine's own error line from a server's log: the first one that is not a wrapper pointing at it."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    errors = [line for line in lines if ERROR_LINE.search(line) and not WRAPPER.search(line)]
+    return (errors or lines or ["the server exited without a message"])[0][:500]
 
 
 def _frontends_off_the_engine_cores(servers: list[Server]) -> None:

@@ -11,12 +11,12 @@ changes output by itself (an fp8 KV cache does) is not blamed on the pair. Outco
 
 Request features run on the servers the throughput stage already started (the published
 command). Engine features need other flags: one pair of servers starts with all of them,
-and only when that pair fails or differs does each feature get a pair of its own, to say which.
+and only when that pair fails or differs are they split in halves, until each one at fault
+is named (one feature the hardware lacks costs two more pairs of three, not three more).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from kernel import result
-from kernel.errors import InfraError
+from kernel.errors import InfraError, UserError
 from workers import metrics, serving
 from workers.engines.base import Engine, EngineConfig
 
@@ -159,12 +159,24 @@ def _long(prompts: Sequence[list[int]], length: int) -> list[int]:
 def engine_features(
     engine: Engine, configs: Mapping[str, EngineConfig], model: str, prompts: Sequence[list[int]], features: Sequence[str]
 ) -> list[Feature]:
-    """Serve the pair with these features' flags; on a failure or a difference, give each feature a pair of its own."""
+    """Serve the pair with these features' flags; on a failure or a difference, serve each half of them again."""
     flags = tuple(flag for feature in features for flag in ENGINE_FEATURES[feature])
-    outcome = _served_with(engine, configs, flags, model, prompts, ", ".join(features))
-    if outcome["outcome"] == "equal" or len(features) == 1:
+    alone = len(features) == 1
+    outcome = _served_with(engine, configs, flags, model, prompts, ", ".join(features), judge_start=alone)
+    if outcome["outcome"] == "equal" or alone:
         return [{**outcome, "feature": feature} for feature in features]
-    return [f for feature in features for f in engine_features(engine, configs, model, prompts, [feature])]
+    half = (len(features) + 1) // 2
+    return [f for part in (features[:half], features[half:]) for f in engine_features(engine, configs, model, prompts, part)]
+
+
+def chosen(names: Sequence[str] | None) -> list[str]:
+    """The engine features a plan names, in the tier's order; None names them all."""
+    if names is None:
+        return list(ENGINE_FEATURES)
+    unknown = sorted(set(names) - set(ENGINE_FEATURES))
+    if unknown:
+        raise UserError("run:invalid-spec", f"Unknown smoke engine features {unknown}; choose from {list(ENGINE_FEATURES)}.")
+    return [feature for feature in ENGINE_FEATURES if feature in names]
 
 
 def _served_with(
@@ -174,6 +186,8 @@ def _served_with(
     model: str,
     prompts: Sequence[list[int]],
     name: str,
+    *,
+    judge_start: bool,
 ) -> Feature:
     with_flags = {side: replace(config, server_flags=flags) for side, config in configs.items()}
     long_prompt = _long(prompts, next(iter(configs.values())).max_model_len - OUTPUT_TOKENS - 8)
@@ -184,6 +198,9 @@ def _served_with(
     except InfraError as failed:
         if failed.code != "serve:start-failed":
             raise
+        if not judge_start:  # a group is split in any case: its halves say whose the failure is
+            return {"feature": name, "outcome": "fails", "error": serving.engine_error(failed.message),
+                    "detail": "the pair did not start with these features together"}  # fmt: skip
         return _start_failure(engine, with_flags["baseline"], name, failed.message)
 
 
@@ -193,23 +210,22 @@ def _start_failure(engine: Engine, baseline: EngineConfig, name: str, message: s
         with serving.servers(engine, {"baseline": baseline}):
             pass
     except InfraError as alone:
-        return {"feature": name, "outcome": "not-supported", "error": engine_error(alone.message),
+        return {"feature": name, "outcome": "not-supported", "error": serving.engine_error(alone.message),
                 "detail": "not supported on this build: the verifier alone will not start with it either"}  # fmt: skip
-    return {"feature": name, "outcome": "fails", "error": engine_error(message),
+    return {"feature": name, "outcome": "fails", "error": serving.engine_error(message),
             "detail": "the verifier alone starts with it; with speculation the server does not"}  # fmt: skip
 
 
-def engine_error(log_tail: str) -> str:
-    """Return the engine's own error line from a server's log tail (the last line naming an error)."""
-    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
-    errors = [line for line in lines if re.search(r"Error|error:|Exception", line)]
-    return (errors or lines or ["the server exited without a message"])[-1][:500]
-
-
 def tier(
-    engine: Engine, configs: Mapping[str, EngineConfig], model: str, prompts: Sequence[list[int]], requested: list[Feature]
+    engine: Engine,
+    configs: Mapping[str, EngineConfig],
+    model: str,
+    prompts: Sequence[list[int]],
+    requested: list[Feature],
+    features: Sequence[str] | None = None,
 ) -> result.Smoke:
-    """The whole grid: the request features already run, then the engine features; with the time it took."""
+    """The whole grid: the request features already run, then the engine features (`features`, or all of them);
+    with the time it took."""
     started = time.perf_counter()
-    found = engine_features(engine, configs, model, prompts, list(ENGINE_FEATURES))
+    found = engine_features(engine, configs, model, prompts, chosen(features))
     return {"features": [*requested, *found], "seconds": round(time.perf_counter() - started, 1)}

