@@ -40,15 +40,19 @@ lint:
 check-migrations:
 	$(PY) manage.py makemigrations --check --dry-run
 
-# The tiers (tests/conftest.py): unit and db tests share both cores; so do process, engine and browser tests that
-# time nothing (a module stays on one core, so its shared engine starts once). `serial` tests time servers (paired
-# blocks assume a quiet machine) or read the session's shared real certification: they run alone. The
-# both_databases tests run again on the embedded default, SQLite.
+# The tiers (tests/conftest.py): unit and db tests share both cores. `serial` tests make the shared real
+# certification, which times servers (paired blocks assume a quiet machine), so they run alone; it is handed over
+# (one signing key for both steps) to the process, engine and browser tests, which time nothing and share both
+# cores (a module stays on one core, so its shared engine starts once). The both_databases tests run again on the
+# embedded default, SQLite.
 FAST := not process and not engine and not browser
+SHARED := $(CURDIR)/var/test-shared-certification
 pytest:
 	$(PY) -m pytest -m "$(FAST)" -n 2
-	$(PY) -m pytest -m "not ($(FAST)) and not serial" -n 2 --dist loadscope
-	$(PY) -m pytest -m serial
+	rm -rf $(SHARED)
+	export SPECHUB_TEST_SHARED_CERTIFICATION=$(SHARED) SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') \
+	  && $(PY) -m pytest -m serial \
+	  && $(PY) -m pytest -m "not ($(FAST)) and not serial" -n 2 --dist loadscope
 	DATABASE_URL=sqlite:///$(CURDIR)/var/test-sqlite.sqlite3 $(PY) -m pytest -m both_databases -n 2
 
 ## bench: every speed target an issue names, each printing its figure

@@ -20,14 +20,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (it touches the database) or `unit` (it needs nothing). `make test-fast` runs unit and db tests only;
     every test under tests/browser is `browser`.
 
-    A test that reads the session's shared certification is `serial`: the certification times its servers, so it
-    runs where nothing else does, once."""
+    The shared certification's own readers are marked `serial` where they are (it times its servers, so it runs
+    where nothing else does, once); `make pytest` hands it over to the parallel step's readers
+    (tests/support/certified.py)."""
     browser = Path(__file__).parent / "browser"
     for item in items:
         if browser in item.path.parents:
             item.add_marker(pytest.mark.browser)
-        if "shared_certification" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.serial)
         if any(item.get_closest_marker(tier) for tier in TIERS):
             continue
         uses_db = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))

@@ -127,6 +127,17 @@ def _start(engine: Engine, name: str, config: EngineConfig, log_dir: Path) -> Se
     return Server(name=name, command=command, port=port, process=process, log=log)
 
 
+class Exited(InfraError):
+    """A server exited while it started; `server` names it, and the message leads with the engine's own reason."""
+
+    def __init__(self, server: Server) -> None:
+        cause = engine_error(server.log_text())  # often far above the tail, under the wrappers' tracebacks
+        super().__init__(
+            "serve:start-failed", f"{server.name} exited ({server.process.returncode}): {cause}\n{server.log_tail()}"
+        )
+        self.server = server.name
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -140,10 +151,7 @@ def _wait_ready(waiting: list[Server]) -> None:
         while waiting:
             for server in list(waiting):
                 if server.process.poll() is not None:
-                    cause = engine_error(server.log_text())  # often far above the tail, under the wrappers' tracebacks
-                    raise InfraError(
-                        "serve:start-failed", f"{server.name} exited ({server.process.returncode}): {cause}\n{server.log_tail()}"
-                    )
+                    raise Exited(server)
                 with contextlib.suppress(httpx.HTTPError):
                     if client.get(f"{server.url}/health").status_code == 200:
                         waiting.remove(server)

@@ -169,6 +169,11 @@ def engine_features(
     return [f for part in (features[:half], features[half:]) for f in engine_features(engine, configs, model, prompts, part)]
 
 
+def _not_supported(name: str, message: str) -> Feature:
+    return {"feature": name, "outcome": "not-supported", "error": serving.engine_error(message),
+            "detail": "not supported on this build: the verifier alone will not start with it either"}  # fmt: skip
+
+
 def chosen(names: Sequence[str] | None) -> list[str]:
     """The engine features a plan names, in the tier's order; None names them all."""
     if names is None:
@@ -201,6 +206,8 @@ def _served_with(
         if not judge_start:  # a group is split in any case: its halves say whose the failure is
             return {"feature": name, "outcome": "fails", "error": serving.engine_error(failed.message),
                     "detail": "the pair did not start with these features together"}  # fmt: skip
+        if isinstance(failed, serving.Exited) and failed.server == "baseline":  # the verifier alone, with these flags
+            return _not_supported(name, failed.message)
         return _start_failure(engine, with_flags["baseline"], name, failed.message)
 
 
@@ -210,8 +217,7 @@ def _start_failure(engine: Engine, baseline: EngineConfig, name: str, message: s
         with serving.servers(engine, {"baseline": baseline}):
             pass
     except InfraError as alone:
-        return {"feature": name, "outcome": "not-supported", "error": serving.engine_error(alone.message),
-                "detail": "not supported on this build: the verifier alone will not start with it either"}  # fmt: skip
+        return _not_supported(name, alone.message)
     return {"feature": name, "outcome": "fails", "error": serving.engine_error(message),
             "detail": "the verifier alone starts with it; with speculation the server does not"}  # fmt: skip
 

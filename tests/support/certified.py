@@ -11,10 +11,17 @@ runs, and two levels keep the per-level paths (labels, charts, break-even) whole
 The rows it stored (the pair, the submission, the run and its per-workload results, the certificate, the author)
 are dumped as a fixture and the database is flushed again, so tests that come later start empty; a test that
 needs the rows asks for `certified_run`, which loads them into its own database.
+
+Handed over between sessions: with $SPECHUB_TEST_SHARED_CERTIFICATION naming a folder, the first session certifies
+into it and later ones read it (with the same signing key), as `make pytest` does: its serial step, on a quiet machine,
+certifies, and its parallel step's readers (the reproduction, the regression, the browser) read it there.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,11 +82,41 @@ def certified_through_a_submission(
     return run
 
 
+HANDOFF = "SPECHUB_TEST_SHARED_CERTIFICATION"
+
+
+def _key_digest() -> str:
+    """Which signing key the certificate was signed with (the session's, tests/services.py), without writing it."""
+    return hashlib.sha256(os.environ["SPECHUB_SIGNING_KEY"].encode()).hexdigest()
+
+
+def _handed_over(folder: Path, hub_endpoint: str) -> SharedCertification | None:
+    """The certification an earlier session left in `folder`, if it was signed with this session's key."""
+    record = folder / "certification.json"
+    if not record.exists():
+        return None
+    saved = json.loads(record.read_text())
+    if saved["key"] != _key_digest():
+        return None
+    env = certifying_worker_env(hub_endpoint, folder)  # its caches, this session's Hub
+    return SharedCertification(folder / "certified.json", saved["run_id"], frozenset(saved["stages_seen"]), saved["log"], env)
+
+
+def _hand_over(folder: Path, shared: SharedCertification) -> None:
+    record = {"key": _key_digest(), "run_id": shared.run_id, "stages_seen": sorted(shared.stages_seen), "log": shared.worker_log}
+    (folder / "certification.json").write_text(json.dumps(record))
+
+
 @pytest.fixture(scope="session")
 def shared_certification(
     django_db_setup: Any, django_db_blocker: Any, local_hub: Any, registry_hub_cache: Path, tmp_path_factory: Any
 ) -> Iterator[SharedCertification]:
-    tmp = tmp_path_factory.mktemp("shared-certification")
+    handoff = os.environ.get(HANDOFF)
+    if handoff and (found := _handed_over(Path(handoff), local_hub.endpoint)):
+        yield found
+        return
+    tmp = Path(handoff) if handoff else tmp_path_factory.mktemp("shared-certification")
+    tmp.mkdir(parents=True, exist_ok=True)
     env = certifying_worker_env(local_hub.endpoint, tmp)
     seen: set[str] = set()
     # The registry's Hub reads (the gate in submission_create); the plan is the worker's to build, from PLAN.
@@ -96,7 +133,10 @@ def shared_certification(
             call_command("dumpdata", "registry", "auth.user", output=str(fixture), verbosity=0)
         finally:
             call_command("flush", interactive=False, verbosity=0)
-    yield SharedCertification(fixture, run.pk, frozenset(seen), worker.output(), env)
+    shared = SharedCertification(fixture, run.pk, frozenset(seen), worker.output(), env)
+    if handoff:
+        _hand_over(tmp, shared)
+    yield shared
 
 
 @pytest.fixture

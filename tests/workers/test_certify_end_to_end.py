@@ -17,7 +17,7 @@ from registry.states import RunState
 from tests.support.certified import SMOKE_ENGINE_FEATURES
 from tests.support.processes import ROOT
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
 
 
 def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(certified_run, shared_certification):

@@ -11,7 +11,7 @@ import pytest
 
 from kernel import result
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
 
 
 def test_the_published_recipe_is_the_command_that_served_the_shared_certification(certified_run):
