@@ -12,7 +12,7 @@ changes output by itself (an fp8 KV cache does) is not blamed on the pair. Outco
 Request features run on the servers the throughput stage already started (the published
 command). Engine features need other flags: one pair of servers starts with all of them,
 and only when that pair fails or differs are they split in halves, until each one at fault
-is named (one feature the hardware lacks costs two more pairs of three, not three more).
+is named (one feature at fault among three costs two more pairs, not three).
 """
 
 from __future__ import annotations

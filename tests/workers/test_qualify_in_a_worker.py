@@ -12,7 +12,13 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine]
 
 
 def test_a_worker_reporting_a_new_build_qualifies_it_on_its_own_queue(tmp_path):
-    worker = start_worker("worker-cpu", tmp_path, SPECHUB_QUALIFY_NEW_BUILDS="1", SPECHUB_QUALIFY_CONTROLS="verifier-alone")
+    worker = start_worker(
+        "worker-cpu",
+        tmp_path,
+        SPECHUB_QUALIFY_NEW_BUILDS="1",
+        SPECHUB_QUALIFY_CONTROLS="verifier-alone",
+        SPECHUB_QUALIFY_TV="0.2",  # a quarter of the default's samples: what is tested here is the worker's routing
+    )
     try:
         stored = wait_until(lambda: EngineQualification.objects.first(), 600, "the build's qualification to be stored")
     finally:

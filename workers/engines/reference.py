@@ -58,7 +58,7 @@ class ReferenceEngine(Engine):
         from transformers import AutoModelForCausalLM
 
         model = AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype, use_safetensors=True, trust_remote_code=False)
-        return model.to(self.device).eval()  # type: ignore[arg-type]  # transformers' stub misreads .to
+        return model.to(self.device).eval()
 
     def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Completion]:
         import torch
