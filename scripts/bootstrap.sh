@@ -23,9 +23,7 @@ fi
 
 target="."
 [[ -n "$extras" ]] && target=".[${extras}]"
-# No byte-compiling at install: pip compiles all of torch, vLLM and transformers (about 26,000 files, 95 s of one
-# core here); Python compiles the few thousand that are imported, once, when they first are.
-pip_args=(--quiet --no-compile -e "$target")
+pip_args=(--quiet -e "$target")
 if [[ ",$extras," == *",cpu,"* ]]; then
   # torch 2.13.0+cpu comes from PyTorch's CPU index, unless a local wheel
   # (pip's find-links) already provides it; skip an index we cannot reach.
