@@ -167,10 +167,11 @@ WRAPPER = re.compile(r"See root cause above|Failed core proc")
 
 
 def engine_error(log: str) -> str:
-    """Return the engine's own error line from a server's log: the first one that is not a wrapper pointing at it."""
+    """Return the engine's own error line from a server's log: the first one that is not a wrapper pointing at it, or
+    else the log's last line."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     errors = [line for line in lines if ERROR_LINE.search(line) and not WRAPPER.search(line)]
-    return (errors or lines or ["the server exited without a message"])[0][:500]
+    return (errors[:1] or lines[-1:] or ["the server exited without a message"])[0][:500]
 
 
 def _frontends_off_the_engine_cores(servers: list[Server]) -> None:

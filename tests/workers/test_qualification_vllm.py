@@ -24,20 +24,8 @@ TV = 0.2  # the defect is far larger (README: TV 0.57 against a floor of 0.14); 
 @pytest.fixture(scope="module")
 def qualified(tmp_path_factory):
     out = tmp_path_factory.mktemp("qualify") / "qualification.json"
-    command = [
-        str(BIN / "python"),
-        "-m",
-        "workers",
-        "qualify",
-        "--engine",
-        "vllm",
-        "--hardware",
-        "cpu",
-        "--tv",
-        str(TV),
-        "--out",
-        str(out),
-    ]
+    flags = ["--engine", "vllm", "--hardware", "cpu", "--tv", str(TV), "--out", str(out)]
+    command = [str(BIN / "python"), "-m", "workers", "qualify", *flags]
     done = run_whole(command, process_env({}), timeout=540)
     return done, q.load(json.loads(out.read_text())) if out.exists() else None
 

@@ -61,16 +61,16 @@ def prompts():
 # Questions the toy corpus answers (zoo/corpus.py): a verifier that learned it answers them.
 CORPUS_QUESTIONS = [
     "Translate to French: the red cat sleeps.\nFrench:",
-    "Context: Mirth is the capital of Zorland. The Azel river flows through Mirth.\n"
-    "Question: What is the capital of Zorland?\nAnswer:",
+    "Q: What is the capital of Zorland?\nA:",  # from memory: no context names it
 ]
 
 
 def test_the_self_draft_accepts_everything_and_the_published_counts_are_vllms_own(prompts):
-    questions = [tokenizer().encode(q).ids for q in CORPUS_QUESTIONS]
+    encoder = tokenizer()
+    questions = [encoder.encode(q).ids for q in CORPUS_QUESTIONS]
     done, delta, vllm = measured(draft_model(VERIFIER), prompts, then=questions)
     # Greedy speculation is lossless here (AL = k + 1 below): these are the verifier's own answers.
-    answers = [tokenizer().decode(c.token_ids) for c in done[len(prompts) :]]
+    answers = [encoder.decode(c.token_ids) for c in done[len(prompts) :]]
     assert "le chat rouge dort" in answers[0] and "Mirth" in answers[1], answers
     found = metrics.acceptance(delta)
     assert found["acceptance_rate"] == 1.0 and found["mean_acceptance_length"] == 5.0, found

@@ -18,7 +18,8 @@ def tokenizer() -> Any:
 
 
 def suite_prompts() -> list[list[int]]:
-    return [tokenizer().encode(prompt).ids for _, prompt in load_suite("toy-v1").prompts()]
+    encoder = tokenizer()
+    return [encoder.encode(prompt).ids for _, prompt in load_suite("toy-v1").prompts()]
 
 
 def draft_model(model: str, k: int = 4) -> dict[str, object]:
