@@ -80,14 +80,29 @@ class Rates(TypedDict):
     latency_ms: dict[str, dict[str, float | None]]  # LATENCIES -> {"p50", "p90", "p95", "p99"}, over all requests
 
 
+class Stopping(TypedDict):
+    """How many pairs a level took, and why it stopped there (Stein's two-stage rule, workers/metrics.py)."""
+
+    first_pairs: int  # timed before the rule looked
+    most_pairs: int
+    target_half_width: float  # relative: 0.05 is ±5 %
+    half_width: float  # what the interval has
+    reason: str  # one of STOPPING_REASONS
+
+
 class Level(TypedDict):
     baseline: Rates
     speculative: Rates
     speedup: float  # the geometric mean of the paired block ratios
-    speedup_interval: list[float]  # its 95 % interval (Student t on the log ratios)
+    speedup_interval: list[float]  # its 95 % interval (Student t on the log ratios; Stein's where `stopping` is)
     speedup_cv: float | None
     block_ratios: list[float]  # speculative over baseline tok/s, one per A B (or B A) pair
     requests_per_block: int
+    stopping: NotRequired[Stopping]
+    # The share of their cores that the client and the servers' front ends used, the median block's; and the
+    # concurrency each side's requests achieved (the sum of their latencies over the block's wall time).
+    client_cores_busy: NotRequired[float]
+    achieved_concurrency: NotRequired[dict[str, float]]
 
 
 class RatePoint(Level):
@@ -294,6 +309,10 @@ class CertifiedResults(TypedDict):
 
 
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+# A level where the client and front ends, not the pair, set the pace: shown, never in a verdict or a break-even.
+MACHINE_LIMITED = "limited by the measuring machine"
+REACHED, NOT_REACHED = "precision reached", "precision not reached at the most pairs"
+STOPPING_REASONS = (REACHED, NOT_REACHED, MACHINE_LIMITED)
 
 
 class SpeedAtLevel(TypedDict):
@@ -304,6 +323,7 @@ class SpeedAtLevel(TypedDict):
     baseline_tokens_per_second: float | None
     speculative_tokens_per_second: float | None
     pairs: int  # the paired blocks the interval rests on (0: measured offline, version 2)
+    stopping: str | None  # why the level stopped at that many (None: an older run's fixed count)
 
 
 def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> str:
@@ -314,6 +334,11 @@ def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> 
     if low > threshold:
         return FASTER
     return SLOWER if high < threshold else NO_DIFFERENCE
+
+
+def limited(figures: Level) -> bool:
+    """Whether the measuring machine, not the pair, set the pace at this level."""
+    return "stopping" in figures and figures["stopping"]["reason"] == MACHINE_LIMITED
 
 
 def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
@@ -331,10 +356,11 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
                 "concurrency": int(level),
                 "speedup": figures["speedup"],
                 "interval": interval,
-                "supports": speed_label(interval),
+                "supports": MACHINE_LIMITED if limited(figures) else speed_label(interval),
                 "baseline_tokens_per_second": baseline.get("tokens_per_second"),
                 "speculative_tokens_per_second": speculative.get("tokens_per_second"),
                 "pairs": len(figures.get("block_ratios") or []),
+                "stopping": figures["stopping"]["reason"] if "stopping" in figures else None,
             }
         )
     return rows
@@ -395,6 +421,22 @@ class Measurement(TypedDict):
     latency_speedup_interval: list[float]
     counters_agree: bool | None
     load: MachineLoad | None
+
+
+class Precision(TypedDict):
+    first_pairs: int
+    most_pairs: int
+    half_width_percent: float  # at the lowest level
+    half_width_loaded_percent: float  # at the others
+
+
+def precision(document: ResultDocument | None) -> Precision | None:
+    """Return the precision the run's plan asked for; None for runs that timed a fixed count of pairs."""
+    plan: Mapping[str, Any] = document["spec"].get("plan") or {} if document else {}
+    if "most_pairs" not in plan:
+        return None
+    return {"first_pairs": plan["repeats"], "most_pairs": plan["most_pairs"], "half_width_percent": 100 * plan["half_width"],
+            "half_width_loaded_percent": 100 * plan["half_width_loaded"]}  # fmt: skip
 
 
 def measurement(document: ResultDocument | None) -> Measurement | None:

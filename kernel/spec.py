@@ -77,19 +77,37 @@ class Thresholds:
     min_speedup: float = 1.0
 
 
+# The concurrency levels each hardware class measures by default. On the CPU class the benchmark
+# client and both servers' front ends share the cores the engines leave them; past c=4 on 2 cores
+# they, not the pair, set the pace (issue 24: intervals [0.96, 3.61] at c=8, [0.92, 5.59] at c=16).
+CPU_LEVELS = (1, 2, 4)
+GPU_LEVELS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def levels_for(hardware: str) -> tuple[int, ...]:
+    """Return the default levels of a hardware class ("cpu", or a GPU class such as "gpu.h100")."""
+    return CPU_LEVELS if hardware == "cpu" else GPU_LEVELS
+
+
 @dataclass(frozen=True)
 class Plan:
     """How a run measures: which prompts, at which concurrency, how often, with which engine settings.
 
-    Speed is measured against two servers in paired blocks: `repeats` baseline/speculative
-    pairs per concurrency level, in A B B A order, each request asking for `output_tokens`
-    tokens. `request_rate` is the Poisson point's arrival rate (requests/s); None takes
-    twice the rate the verifier alone served one request at a time, a loaded server.
+    Speed is measured against two servers in paired blocks, baseline/speculative pairs in
+    A B B A order, each request asking for `output_tokens` tokens. Each level times `repeats`
+    pairs first; Stein's two-stage rule (workers/metrics.py) then fixes from their spread how
+    many in all, at most `most_pairs`, for a 95 % interval of relative half-width `half_width`
+    at the lowest level and `half_width_loaded` at the others. `request_rate` is the Poisson
+    point's arrival rate (requests/s); None takes twice the rate the verifier alone served one
+    request at a time, a loaded server.
     """
 
     workloads: str = "toy-v1"
-    concurrency: tuple[int, ...] = (1, 2, 4, 8, 16)
-    repeats: int = 5
+    concurrency: tuple[int, ...] = GPU_LEVELS
+    repeats: int = 4
+    most_pairs: int = 12
+    half_width: float = 0.05
+    half_width_loaded: float = 0.10
     throughput_prompts: int = 32
     output_tokens: int = 128
     request_rate: float | None = None

@@ -33,21 +33,9 @@ def queue_names() -> list[str]:
 
 def celery_config() -> dict[str, object]:
     """Return the Celery configuration built from SpecHub's settings."""
-    transport: dict[str, object] = {
-        "visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT,
-        # Sweep for a lost worker's messages every N seconds (kombu's default is ~100 s).
-        "unacked_restore_interval": settings.CELERY_UNACKED_RESTORE_SECONDS,
-        "unacked_restore_throttle": 1,
-        # Honour message priorities (0 first, 9 last): re-certifications wait behind submissions.
-        "priority_steps": list(range(10)),
-        "sep": ":",
-        "queue_order_strategy": "priority",
-    }
-    if settings.CELERY_BROKER_KEY_PREFIX:
-        transport["global_keyprefix"] = settings.CELERY_BROKER_KEY_PREFIX
     return dict(
-        broker_url=settings.CELERY_BROKER_URL or "memory://",
-        broker_transport_options=transport,
+        broker_url=settings.CELERY_BROKER_URL or "filesystem://",
+        broker_transport_options=_redis_options() if settings.CELERY_BROKER_URL else _queue_folders(),
         broker_connection_retry_on_startup=True,
         task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
         # In-process runs record their failures on the run; they must not
@@ -68,6 +56,35 @@ def celery_config() -> dict[str, object]:
         beat_scheduler="django_celery_beat.schedulers:DatabaseScheduler",
         timezone="UTC",
     )
+
+
+def _queue_folders() -> dict[str, object]:
+    """The embedded default's queue: one file per message under var/queue/.
+
+    Kombu's filesystem transport rather than its SQLAlchemy one: it needs no package more, and
+    it leaves the SQLite database to Django alone (a second writer polling it would contend
+    with every run's progress updates for SQLite's single write lock).
+    """
+    messages, control = settings.SPECHUB_QUEUE_DIR / "messages", settings.SPECHUB_QUEUE_DIR / "control"
+    for folder in (messages, control):
+        folder.mkdir(parents=True, exist_ok=True)
+    return {"data_folder_in": str(messages), "data_folder_out": str(messages), "control_folder": str(control)}
+
+
+def _redis_options() -> dict[str, object]:
+    transport: dict[str, object] = {
+        "visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT,
+        # Sweep for a lost worker's messages every N seconds (kombu's default is ~100 s).
+        "unacked_restore_interval": settings.CELERY_UNACKED_RESTORE_SECONDS,
+        "unacked_restore_throttle": 1,
+        # Honour message priorities (0 first, 9 last): re-certifications wait behind submissions.
+        "priority_steps": list(range(10)),
+        "sep": ":",
+        "queue_order_strategy": "priority",
+    }
+    if settings.CELERY_BROKER_KEY_PREFIX:
+        transport["global_keyprefix"] = settings.CELERY_BROKER_KEY_PREFIX
+    return transport
 
 
 # Lazily: settings are read only when Celery first needs its configuration.

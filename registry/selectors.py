@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from kernel import result
-from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
+from kernel.spec import ModelRef, Plan, RunSpec, Thresholds, levels_for
 from registry.filters import PairFilter, filtered_pairs
 from registry.models import (
     CertificationRun,
@@ -54,7 +54,7 @@ def run_spec(*, run: CertificationRun) -> RunSpec:
     """Return the Django-free spec the director runs from."""
     pair = run.pair
     draft = ModelRef(pair.draft.repo_id, pair.draft.sha) if pair.draft else None
-    plan = measuring_plan()
+    plan = measuring_plan(run.hardware)
     if run.workload is not None:  # the worker reads it from the file the certify task leaves for this run
         asked = max((request["max_tokens"] for request in run.workload.sample), default=plan.output_tokens)
         # Timed requests ask for what the user's requests ask for (at least 16 tokens, so a figure is not start-up noise).
@@ -75,12 +75,15 @@ def run_spec(*, run: CertificationRun) -> RunSpec:
     )
 
 
-def measuring_plan() -> Plan:
-    """Return how runs measure on this deployment; the thresholds are the certificate's."""
+def measuring_plan(hardware: str = "cpu") -> Plan:
+    """Return how runs on `hardware` measure on this deployment; the thresholds are the certificate's."""
     return Plan(
         workloads=settings.SPECHUB_WORKLOADS,
-        concurrency=tuple(settings.SPECHUB_CONCURRENCY_LEVELS),
+        concurrency=tuple(settings.SPECHUB_CONCURRENCY_LEVELS) or levels_for(hardware),
         repeats=settings.SPECHUB_REPEATS,
+        most_pairs=settings.SPECHUB_MOST_PAIRS,
+        half_width=settings.SPECHUB_HALF_WIDTH,
+        half_width_loaded=settings.SPECHUB_HALF_WIDTH_LOADED,
         output_tokens=settings.SPECHUB_OUTPUT_TOKENS,
         dtype=settings.SPECHUB_ENGINE_DTYPE,
         smoke_engine_features=tuple(settings.SPECHUB_SMOKE_ENGINE_FEATURES) or None,
@@ -90,6 +93,11 @@ def measuring_plan() -> Plan:
             min_speedup=settings.SPECHUB_THRESHOLD_MIN_SPEEDUP,
         ),
     )
+
+
+def pairs_to_certify(*, pairs: list[Pair], limit: int | None = None) -> list[Pair]:
+    """Return the first `limit` of `pairs` that have no finished public run yet."""
+    return [pair for pair in pairs if not pair.runs.public().filter(state=RunState.FINISHED).exists()][:limit]
 
 
 def latest_finished_run(*, pair: Pair, hardware: str | None = None) -> CertificationRun | None:
@@ -112,6 +120,7 @@ class RunFigures(TypedDict):
     verdict: result.Verdict | None
     properties: list[PropertyRow]
     smoke: result.Smoke | None
+    precision: result.Precision | None
 
 
 def run_figures(run: CertificationRun) -> RunFigures:
@@ -124,6 +133,7 @@ def run_figures(run: CertificationRun) -> RunFigures:
         "verdict": result.verdict(document),
         "properties": property_rows(document),
         "smoke": result.smoke(document),
+        "precision": result.precision(document),
     }
 
 

@@ -154,10 +154,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery -----------------------------------------------------------------
-# Without a broker, tasks run in-process (the embedded default); with one,
-# they go through Redis to real workers.
+# With a broker, tasks go through Redis to real workers. Without one (the embedded default) they queue
+# as files under var/queue/ for the worker `manage.py demo` starts beside the web server: kombu's
+# filesystem transport (registry/celery.py says why). SPECHUB_TASKS_IN_PROCESS=1 runs each task
+# inside the process that queued it instead, for the tests that drive a run step by step.
 CELERY_BROKER_URL = env_broker("CELERY_BROKER_URL")
-CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+CELERY_TASK_ALWAYS_EAGER = env_bool("SPECHUB_TASKS_IN_PROCESS", False)
+SPECHUB_QUEUE_DIR = VAR_DIR / "queue"
 CELERY_BROKER_KEY_PREFIX = env_str("CELERY_BROKER_KEY_PREFIX", "")
 # Unacked messages from a lost worker are redelivered after this many seconds;
 # it must exceed the longest time a healthy worker holds one message.
@@ -198,9 +201,14 @@ SPECHUB_DIRECTOR_STAGES = env_str("SPECHUB_DIRECTOR_STAGES", "workers.stages.def
 SPECHUB_DEFAULT_ENGINE = env_str("SPECHUB_DEFAULT_ENGINE", "vllm")
 # How a run measures. GPU workers differ from CPU ones by configuration only (dtype here).
 SPECHUB_WORKLOADS = env_str("SPECHUB_WORKLOADS", "toy-v1")
-SPECHUB_CONCURRENCY_LEVELS = env_int_list("SPECHUB_CONCURRENCY_LEVELS", [1, 2, 4, 8, 16])
-# Paired baseline/speculative blocks per concurrency level; the interval's width falls with more.
-SPECHUB_REPEATS = env_int("SPECHUB_REPEATS", 5, minimum=3)
+# Unset: what each hardware class can measure (kernel/spec.py levels_for: 1, 2, 4 on CPU; up to 64 on GPUs).
+SPECHUB_CONCURRENCY_LEVELS = env_int_list("SPECHUB_CONCURRENCY_LEVELS", [])
+# Paired baseline/speculative blocks per level: the first stage, whose spread sets how many more (Stein's rule),
+# up to the most; the 95 % interval's relative half-width wanted at the lowest level and at the others.
+SPECHUB_REPEATS = env_int("SPECHUB_REPEATS", 4, minimum=3)
+SPECHUB_MOST_PAIRS = env_int("SPECHUB_MOST_PAIRS", 12, minimum=3)
+SPECHUB_HALF_WIDTH = env_float("SPECHUB_HALF_WIDTH", 0.05)
+SPECHUB_HALF_WIDTH_LOADED = env_float("SPECHUB_HALF_WIDTH_LOADED", 0.10)
 # Tokens each timed request asks for: long enough that per-token figures are not start-up noise.
 SPECHUB_OUTPUT_TOKENS = env_int("SPECHUB_OUTPUT_TOKENS", 128, minimum=16)
 # The smoke tier's engine features to serve, e.g. "prefix caching off,chunked prefill"; unset: all of them.

@@ -63,17 +63,17 @@ def test_without_the_database_the_web_tier_is_live_but_not_ready(tmp_path):
     assert response.json()["down"] == ["database"] and "Error" not in response.text  # no exception text
 
 
-def test_make_demo_serves_healthz_on_embedded_sqlite_and_in_process_tasks(tmp_path):
+def test_make_demo_serves_healthz_on_embedded_sqlite_and_a_queue_on_files(tmp_path):
     services = ("DATABASE_URL", "CELERY_BROKER_URL")
     with serving(DEMO, tmp_path, {"SPECHUB_VAR_DIR": str(tmp_path)}, drop=services) as base:
         health = httpx.get(f"{base}/readyz")
         page = httpx.get(f"{base}/")
         css = httpx.get(f"{base}/static/registry/site.css")
     assert health.status_code == 200, health.text
-    assert health.json()["parts"] == {"database": "ok", "broker": "in-process"}
+    assert health.json()["parts"] == {"database": "ok", "broker": "ok"}
     assert "spechub-toy/llama-draft-1l" in page.text and ">ngram</a>" in page.text
     assert css.status_code == 200 and "font-family" in css.text
-    assert (tmp_path / "spechub.sqlite3").exists()
+    assert (tmp_path / "spechub.sqlite3").exists() and (tmp_path / "queue" / "messages").is_dir()
 
 
 def test_make_demo_serves_healthz_on_configured_postgres_and_redis(tmp_path):

@@ -4,6 +4,8 @@
 controls (workers/qualification.py) and prints one line per control: exit 0 when every control the
 build supports passes, 4 when one fails.
 
+`python -m workers certify --dry-run --hardware h100` prints the plan and its estimated cost (workers/cost.py).
+
 `python -m workers reproduce certificate.json --out r.json` re-runs a certificate's certification
 and compares the figures: exit 0 when they match, 3 when they do not.
 """
@@ -14,21 +16,26 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
-from kernel import certificates, result
+from kernel import certificates, console, result
 from kernel.director import Director, Stage
 from kernel.errors import RunError, UserError
 from kernel.hub import HubClient
 from kernel.qualification import Control, Record
 from kernel.qualification import load as load_qualification
 from kernel.repos import HubRepo, gate_check
-from kernel.spec import ModelRef, Plan, RunSpec
+from kernel.spec import ModelRef, Plan, RunSpec, levels_for
 from kernel.verdict import rejudge
+from workers import cost
 from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.stages import default_stages, unserved_stages
 from workers.workloads import load_suite
+
+VERBOSE = "Show the engines' own logs here; by default they go to a file under var/log/, named on the terminal."
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -36,7 +43,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     commands = parser.add_subparsers(dest="command", required=True)
     certify = commands.add_parser("certify", help="Measure acceptance, equivalence and throughput; write the result document.")
     certify.add_argument("--draft", help="Draft repo id (omit for ngram/suffix).")
-    certify.add_argument("--verifier", required=True, help="Verifier repo id.")
+    certify.add_argument("--verifier", help="Verifier repo id (needed unless --dry-run).")
     certify.add_argument("--draft-revision", default="main")
     certify.add_argument("--verifier-revision", default="main")
     certify.add_argument("--method", help="vLLM method; by default what the draft's config describes.")
@@ -49,15 +56,26 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="A bundled suite name, or your own traffic: OpenAI chat JSONL, vLLM custom-dataset JSONL, ShareGPT JSON, "
         "a suite JSON or plain text (one prompt per line); chat messages use the verifier's chat template.",
     )
-    certify.add_argument("--concurrency", default="1,2,4,8,16", help="Comma-separated concurrency levels.")
-    certify.add_argument("--repeats", type=int, default=5, help="Paired A B B A blocks per level (default 5).")
+    certify.add_argument("--concurrency", help="Comma-separated concurrency levels (default: the hardware class's, "
+                         "1,2,4 on cpu, 1 to 64 on GPUs).")  # fmt: skip
+    certify.add_argument("--repeats", type=int, default=4,
+                         help="Paired A B B A blocks per level before the stopping rule looks (default 4).")  # fmt: skip
+    certify.add_argument("--most-pairs", type=int, default=12, help="Paired blocks per level at most (default 12).")
+    certify.add_argument("--half-width", type=float, default=0.05,
+                         help="The 95 %% interval's relative half-width wanted at the lowest level (default 0.05).")  # fmt: skip
+    certify.add_argument("--half-width-loaded", type=float, default=0.10,
+                         help="... and at the other levels (default 0.10).")  # fmt: skip
+    certify.add_argument("--dry-run", action="store_true",
+                         help="Print the plan and its estimated wall time and GPU-minutes; run nothing.")  # fmt: skip
     certify.add_argument("--output-tokens", type=int, default=128, help="Tokens per timed request (default 128).")
     certify.add_argument("--qualification", type=Path,
                          help="An engine qualification record (from `qualify`) to judge the sampling result with.")  # fmt: skip
-    certify.add_argument("--out", type=Path, required=True, help="Where to write the result JSON.")
+    certify.add_argument("--out", type=Path, help="Where to write the result JSON (needed unless --dry-run).")
+    certify.add_argument("--verbose", action="store_true", help=VERBOSE)
     reproduce = commands.add_parser("reproduce", help="Re-run a certification from its certificate and compare the figures.")
     reproduce.add_argument("certificate", type=Path, help="The certificate file (verify it with manage.py verify_certificate).")
     reproduce.add_argument("--out", type=Path, required=True, help="Where to write the reproduced result JSON.")
+    reproduce.add_argument("--verbose", action="store_true", help=VERBOSE)
     reproduce.add_argument("--rtol", type=float, default=0.05, help="Relative tolerance for acceptance figures (default 0.05).")
     reproduce.add_argument(
         "--speedup-rtol", type=float, help="Also judge the speedup at concurrency 1 within this relative tolerance."
@@ -76,6 +94,7 @@ def _qualify_arguments(qualify: argparse.ArgumentParser) -> None:
     qualify.add_argument("--engine-option", action="append", default=[], metavar="KEY=VALUE",
                          help="An engine argument: accept_rule=always is the reference engine's wrong sampler.")  # fmt: skip
     qualify.add_argument("--out", type=Path, required=True, help="Where to write the qualification JSON.")
+    qualify.add_argument("--verbose", action="store_true", help=VERBOSE)
 
 
 def qualify_settings(args: argparse.Namespace) -> Settings:
@@ -88,20 +107,20 @@ def qualify_settings(args: argparse.Namespace) -> Settings:
                     engine_extra=dict(options), **chosen)  # type: ignore[arg-type]  # fmt: skip
 
 
-def run_qualify(args: argparse.Namespace) -> int:
+def run_qualify(args: argparse.Namespace, terminal: console.Terminal) -> int:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # one line per control, not vLLM's every step
 
     def line(control: Control) -> None:
-        print(f"{control['name']:<15} {control['outcome']:<14} {control['summary']}", flush=True)
+        terminal.out.write(f"{control['name']:<15} {control['outcome']:<14} {control['summary']}\n")
 
     record = qualify(qualify_settings(args), line)
     args.out.write_text(json.dumps(record, indent=2))
     failed = [c["name"] for c in record["controls"] if c["outcome"] == "fail"]
     unsure = [c["name"] for c in record["controls"] if c["outcome"] == "inconclusive"]
     said = [f"fails {', '.join(failed)}"] * bool(failed) + [f"{', '.join(unsure)} inconclusive"] * bool(unsure)
-    print(f"{record['engine']} {record['engine_build']} on {record['hardware']} ({record['dtype']}): "
-          f"{'; '.join(said) or 'every supported control passes'}; "
-          f"{record['seconds']:.0f} s; digest {record['digest'][:12]} -> {args.out}")  # fmt: skip
+    terminal.out.write(f"{record['engine']} {record['engine_build']} on {record['hardware']} ({record['dtype']}): "
+                       f"{'; '.join(said) or 'every supported control passes'}; "
+                       f"{record['seconds']:.0f} s; digest {record['digest'][:12]} -> {args.out}\n")  # fmt: skip
     return CONTROL_FAILS if failed or unsure else 0
 
 
@@ -118,18 +137,38 @@ def spec_from(args: argparse.Namespace) -> RunSpec:
             draft=HubRepo(client, draft.repo_id, draft.sha) if draft else None,
         )
         method = judged.method or "draft_model"
-    levels = tuple(int(c) for c in args.concurrency.split(","))
-    plan = Plan(workloads=args.workloads, concurrency=levels, repeats=args.repeats, output_tokens=args.output_tokens)
     return RunSpec(
         run_id=0, attempt=1, verifier=verifier, draft=draft, method=method, num_speculative_tokens=args.k,
-        engine=args.engine, hardware=args.hardware, plan=plan,
+        engine=args.engine, hardware=args.hardware, plan=plan_from(args),
     )  # fmt: skip
 
 
-def progress(stage: str, percent: int) -> None:
-    filled = percent * 30 // 100
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {percent:3d}% {stage:<12}")
-    sys.stderr.flush()
+def plan_from(args: argparse.Namespace) -> Plan:
+    levels = tuple(int(c) for c in args.concurrency.split(",")) if args.concurrency else levels_for(args.hardware)
+    precision = {"most_pairs": args.most_pairs, "half_width": args.half_width, "half_width_loaded": args.half_width_loaded}
+    return Plan(workloads=args.workloads, concurrency=levels, repeats=args.repeats, output_tokens=args.output_tokens, **precision)
+
+
+def dry_run(args: argparse.Namespace) -> int:
+    try:
+        print("\n".join(cost.describe(plan_from(args), args.hardware)))
+    except ValueError as error:
+        sys.stderr.write(f"{error}\n")
+        return 1
+    return 0
+
+
+def progress_bar(terminal: console.Terminal) -> tuple[Callable[[str, int], None], Callable[[], None]]:
+    """A tqdm bar on the terminal's error stream: the director's (stage, percent) reports move it."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=100, file=terminal.err, bar_format="{bar:30} {n:3.0f}% {postfix}", mininterval=0.5)
+
+    def report(stage: str, percent: int) -> None:
+        bar.set_postfix_str(stage, refresh=False)
+        bar.update(percent - bar.n)
+
+    return report, bar.close
 
 
 MISMATCH = 3
@@ -138,31 +177,48 @@ CONTROL_FAILS = 4
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
+    if args.command == "certify" and args.dry_run:
+        return dry_run(args)
+    with console.quiet(args.command, verbose=args.verbose) as terminal:
+        if terminal.log:
+            terminal.err.write(f"The engines' logs go to {terminal.log} (--verbose shows them here).\n")
+        try:
+            return run_qualify(args, terminal) if args.command == "qualify" else run_certify(args, terminal)
+        except RunError as error:
+            terminal.err.write(f"{args.command} failed ({error.code}, {error.fault} fault): {error.message}\n")
+            return 1 if error.fault == "user" else 2
+
+
+def run_certify(args: argparse.Namespace, terminal: console.Terminal) -> int:
+    """Certify (or reproduce a certificate's certification), write the document, print the verdict."""
+    if args.command == "certify" and (args.out is None or args.verifier is None):
+        raise UserError("run:invalid-spec", "--verifier and --out are needed: the verifier's repo id, and where to "
+                        "write the result document.")  # fmt: skip
+    payload = _certificate(args.certificate) if args.command == "reproduce" else None
+    spec = spec_from_certificate(payload) if payload else spec_from(args)
+    stages = _stages(args, payload, terminal.err)
+    report, done = progress_bar(terminal)
     try:
-        if args.command == "qualify":
-            return run_qualify(args)
-        payload = _certificate(args.certificate) if args.command == "reproduce" else None
-        spec = spec_from_certificate(payload) if payload else spec_from(args)
-        document = Director(_stages(args, payload)).run(spec, progress)
-        if getattr(args, "qualification", None):
-            document = rejudge(document, _qualification(args.qualification))
-    except RunError as error:
-        sys.stderr.write(f"\n{args.command} failed ({error.code}, {error.fault} fault): {error.message}\n")
-        return 1 if error.fault == "user" else 2
-    sys.stderr.write("\n")
+        document = Director(stages).run(spec, report)
+    finally:
+        done()
+    if getattr(args, "qualification", None):
+        document = rejudge(document, _qualification(args.qualification))
     args.out.write_text(json.dumps(document, indent=2))
     verdict = result.verdict(document)
     judged = f"{verdict['verdict']}: {'; '.join(verdict['reasons']) or 'every threshold met'}" if verdict else "no verdict"
-    print(f"{judged} -> {args.out}")
-    return _report(compare(payload["results"], document, rtol=args.rtol, speedup_rtol=args.speedup_rtol)) if payload else 0
+    terminal.out.write(f"{judged} -> {args.out}\n")
+    if payload is None:
+        return 0
+    return _report(compare(payload["results"], document, rtol=args.rtol, speedup_rtol=args.speedup_rtol), terminal.out)
 
 
-def _stages(args: argparse.Namespace, payload: certificates.Payload | None) -> list[Stage]:
+def _stages(args: argparse.Namespace, payload: certificates.Payload | None, err: TextIO) -> list[Stage]:
     """Every stage, except for a reproduction that judges no speed: it compares acceptance and greedy output only,
     so it starts no server (minutes less); `--speedup-rtol` measures and judges speed too."""
     if payload is None or args.speedup_rtol is not None:
         return default_stages()
-    sys.stderr.write("Speed is judged only with --speedup-rtol; without it no server is started (throughput, smoke).\n")
+    err.write("Speed is judged only with --speedup-rtol; without it no server is started (throughput, smoke).\n")
     return unserved_stages()
 
 
@@ -182,12 +238,12 @@ def _certificate(path: Path) -> certificates.Payload:
     return payload
 
 
-def _report(comparisons: list[Comparison]) -> int:
+def _report(comparisons: list[Comparison], out: TextIO) -> int:
     for row in comparisons:
         judged = "reported" if row.tolerance is None else ("ok" if row.matches else "DIFFERS")
-        print(f"  {row.figure:<45} certified {row.certified!s:<22} reproduced {row.reproduced!s:<22} {judged}")
+        out.write(f"  {row.figure:<45} certified {row.certified!s:<22} reproduced {row.reproduced!s:<22} {judged}\n")
     differing = [row.figure for row in comparisons if not row.matches]
-    print("reproduced: every judged figure matches" if not differing else f"NOT reproduced: {', '.join(differing)}")
+    out.write("reproduced: every judged figure matches\n" if not differing else f"NOT reproduced: {', '.join(differing)}\n")
     return MISMATCH if differing else 0
 
 

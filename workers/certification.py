@@ -24,7 +24,7 @@ from kernel.errors import UserError
 from kernel.formats import Report, serve_arguments, serve_line
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
-from kernel.spec import RunSpec
+from kernel.spec import Plan, RunSpec
 from kernel.verdict import judge_document
 from workers import audit, baselines, metrics, serving
 from workers import smoke as smoke_tier
@@ -283,8 +283,10 @@ def _sampling_tests(bench: Workbench) -> list[result.SamplingTest]:
 
 def throughput(bench: Workbench, report: Tick) -> result.Throughput:
     """Serve the verifier alone and the pair side by side, check the served counters, time paired blocks."""
-    if bench.spec.plan.repeats < 2:
-        raise UserError("run:invalid-spec", f"repeats is {bench.spec.plan.repeats}: an interval needs 2 paired blocks at least.")
+    plan = bench.spec.plan
+    if not 2 <= plan.repeats <= plan.most_pairs:
+        raise UserError("run:invalid-spec", f"repeats is {plan.repeats} and most_pairs {plan.most_pairs}: an interval needs "
+                        "2 paired blocks at least, and the first stage no more than the most.")  # fmt: skip
     engine = load_engine(bench.spec.engine)()
     configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
     started = time.perf_counter()
@@ -302,7 +304,8 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
         bench.smoke_request_seconds = time.perf_counter() - began
     al = metrics.acceptance(_total(measured(bench)[1]))["mean_acceptance_length"]
-    speedups = {int(level): float(figures["speedup"]) for level, figures in levels.items()}
+    # Levels the measuring machine paced say nothing about where the pair stops paying.
+    speedups = {int(level): float(figures["speedup"]) for level, figures in levels.items() if not result.limited(figures)}
     return {
         "levels": levels,
         "break_even_concurrency": metrics.break_even(speedups),
@@ -335,8 +338,10 @@ def _timed(
         ) -> serving.Block:
             return serving.run_block(server, model, prompts, plan.output_tokens, concurrency=at)
 
-        blocks = serving.paired_blocks(running, plan.repeats, block)
-        levels[str(concurrency)] = serving.level(blocks, serving.throughput_ratio)
+        rule = stopping_rule(plan, lowest=number == 0)
+        levels[str(concurrency)], blocks = serving.precise_level(
+            running, rule, block, serving.throughput_ratio, asked=concurrency
+        )
         if concurrency == 1:
             per_category = serving.category_speedups(blocks, [bench.categories[i] for i in order[:count]])
         report(40 + 50 * (number + 1) // len(plan.concurrency))
@@ -354,8 +359,13 @@ def _rate_point(
         arrivals = serving.poisson_arrivals(len(prompts), rate, seed=plan.seed + repeat)
         return serving.run_block(server, model, prompts, plan.output_tokens, concurrency=None, arrivals=arrivals)
 
-    figures = serving.level(serving.paired_blocks(running, plan.repeats, block), serving.latency_ratio)
+    figures, _ = serving.precise_level(running, stopping_rule(plan, lowest=False), block, serving.latency_ratio)
     return {**figures, "request_rate": rate}
+
+
+def stopping_rule(plan: Plan, *, lowest: bool) -> metrics.Stein:
+    """The plan's precision: tighter at the lowest level, which the verdict reads."""
+    return metrics.Stein(first=plan.repeats, most=plan.most_pairs, target=plan.half_width if lowest else plan.half_width_loaded)
 
 
 def served_counters_check(bench: Workbench, server: serving.Server, model: str) -> result.ServedCounters:

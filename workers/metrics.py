@@ -7,6 +7,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from kernel.result import Acceptance, ChiSquare, Divergence, Greedy
 from workers.engines.base import SpecCounters
@@ -116,6 +117,42 @@ T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
 
 
+def t_975(dof: int) -> float:
+    return T_975[dof - 1] if dof <= len(T_975) else 1.96
+
+
+@dataclass(frozen=True)
+class Stein:
+    """Stein's two-stage rule: time `first` pairs, and from their spread alone fix how many in all.
+
+    The interval is mean(all logs) ± t(first - 1) · s_first / sqrt(total). Since the total depends
+    only on the first stage's spread, which is independent of the mean, the interval is exact for
+    normal log ratios, cap included: the cap costs precision, never coverage. Stopping when the
+    running t interval looks narrow enough does not keep coverage (issue 24 simulated 0.90 at
+    CV 8 %), and neither would stopping on whether the interval excludes 1.
+    """
+
+    first: int  # pairs timed before the rule looks
+    most: int  # pairs at most
+    target: float  # the half-width wanted, relative: 0.05 is ±5 %
+
+    def total(self, first_ratios: Sequence[float]) -> int:
+        """How many pairs in all, from the first stage's ratios: whole A B B A quadruples, at most `most`."""
+        spread = statistics.stdev(math.log(r) for r in first_ratios[: self.first])
+        needed = max(self.first, math.ceil((t_975(self.first - 1) * spread / math.log1p(self.target)) ** 2))
+        return min(needed + needed % 2, self.most)
+
+    def interval(self, ratios: Sequence[float]) -> tuple[float, float, float, float]:
+        """Return the geometric mean of all `ratios`, its 95 % interval, and its relative half-width."""
+        logs = [math.log(r) for r in ratios]
+        centre = statistics.fmean(logs)
+        # Stein's spread is the first stage's; a block stalled after it would hide behind a clean first
+        # stage, so the spread of all pairs stands in where it is larger (a wider interval keeps coverage).
+        spread = max(statistics.stdev(logs[: self.first]), statistics.stdev(logs))
+        half = t_975(self.first - 1) * spread / math.sqrt(len(logs))
+        return math.exp(centre), math.exp(centre - half), math.exp(centre + half), math.expm1(half)
+
+
 def paired_ratio(ratios: Sequence[float]) -> tuple[float, float, float]:
     """Return the geometric mean of paired ratios and its 95 % interval (Student t on the logs).
 
@@ -127,7 +164,7 @@ def paired_ratio(ratios: Sequence[float]) -> tuple[float, float, float]:
         raise ValueError(f"an interval needs two paired ratios at least, not {len(ratios)}")
     logs = [math.log(r) for r in ratios]
     centre = statistics.fmean(logs)
-    half = (T_975[len(logs) - 2] if len(logs) - 1 <= len(T_975) else 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    half = t_975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 

@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,6 +270,7 @@ class Block:
     ttft: list[float]
     itl: list[list[float]]
     e2e: list[float]
+    client_cores_busy: float = 0.0  # the share of the client's cores in use over the block, anyone's
 
     @property
     def tokens_per_second(self) -> float:
@@ -303,13 +304,15 @@ def run_block(
     )  # fmt: skip
     # The client prints its own summary table; its event loop gets a thread of its own, since the
     # caller may already run one (a test session with Playwright's does).
+    before = _client_core_times()
     with contextlib.redirect_stdout(io.StringIO()), ThreadPoolExecutor(1) as loop:
         done: dict[str, Any] = loop.submit(asyncio.run, run).result()
+    busy = _busy_share(before, _client_core_times())
     server.finished_at = time.monotonic()
     failed = [error for error in done["errors"] if error]
     if failed or done["completed"] != len(requests):
         raise InfraError("serve:request-failed", f"{server.name}: {len(failed)} of {len(requests)} failed: {failed[:1]}")
-    return Block(done["duration"], list(done["output_lens"]), done["ttfts"], done["itls"], done["latencies"])
+    return Block(done["duration"], list(done["output_lens"]), done["ttfts"], done["itls"], done["latencies"], busy)
 
 
 def poisson_arrivals(count: int, rate: float, seed: int) -> list[float]:
@@ -322,18 +325,58 @@ def poisson_arrivals(count: int, rate: float, seed: int) -> list[float]:
     return times
 
 
-def paired_blocks(servers: Mapping[str, Server], repeats: int, run: Callable[[Server, int], Block]) -> dict[str, list[Block]]:
-    """Run `repeats` pairs of blocks in A B B A order; `run(server, repeat)` times one block.
+def paired_blocks(
+    servers: Mapping[str, Server], pairs: Iterable[int], run: Callable[[Server, int], Block],
+    blocks: dict[str, list[Block]] | None = None,
+) -> dict[str, list[Block]]:  # fmt: skip
+    """Run the numbered `pairs` of blocks in A B B A order, onto `blocks`; `run(server, pair)` times one block.
 
     A block starts only once both servers have been idle long enough to stop polling.
     """
-    blocks: dict[str, list[Block]] = {side: [] for side in SIDES}
-    for repeat in range(repeats):
-        for side in SIDES if repeat % 2 == 0 else tuple(reversed(SIDES)):
+    blocks = blocks or {side: [] for side in SIDES}
+    for pair in pairs:
+        for side in SIDES if pair % 2 == 0 else tuple(reversed(SIDES)):
             last = max(server.finished_at for server in servers.values())
             time.sleep(max(0.0, last + QUIET_BEFORE_BLOCK - time.monotonic()))
-            blocks[side].append(run(servers[side], repeat))
+            blocks[side].append(run(servers[side], pair))
     return blocks
+
+
+# The measuring machine sets the pace when the cores left to the client and front ends are this busy, or when
+# a side's requests achieve less than this share of the concurrency asked: more pairs there measure the machine.
+CLIENT_CORES_SATURATED = 0.9
+ACHIEVED_SHARE = 0.8
+
+
+def precise_level(
+    servers: Mapping[str, Server], rule: metrics.Stein, run: Callable[[Server, int], Block],
+    ratio: Callable[[Block, Block], float], *, asked: int | None = None,
+) -> tuple[result.Level, dict[str, list[Block]]]:  # fmt: skip
+    """Time a level to its stated precision: Stein's first stage, then the pairs its spread asks for.
+
+    With `asked` (a concurrency above 1), a level where the measuring machine sets the pace
+    stops after the first stage and says so; it is kept out of verdicts and break-even.
+    """
+    blocks = paired_blocks(servers, range(rule.first), run)
+    limited = asked is not None and asked > 1 and machine_limited(blocks, asked)
+    ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
+    total = rule.first if limited else rule.total(ratios)
+    paired_blocks(servers, range(rule.first, total), run, blocks)
+    figures = level(blocks, ratio, rule)
+    if limited:
+        figures["stopping"]["reason"] = result.MACHINE_LIMITED
+    return figures, blocks
+
+
+def achieved(block: Block) -> float:
+    """The concurrency a block's requests achieved: their summed latency over its wall time."""
+    return sum(block.e2e) / block.seconds
+
+
+def machine_limited(blocks: Mapping[str, Sequence[Block]], asked: int) -> bool:
+    busy = statistics.median(block.client_cores_busy for side in SIDES for block in blocks[side])
+    short = min(statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES) < ACHIEVED_SHARE * asked
+    return busy >= CLIENT_CORES_SATURATED or short
 
 
 # --- figures ---------------------------------------------------------------------------
@@ -364,10 +407,10 @@ def _percentiles(seconds: Sequence[float]) -> dict[str, float | None]:
     return {f"p{q}": metrics.percentile(milliseconds, q) for q in result.PERCENTILES}
 
 
-def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block], float]) -> result.Level:
+def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block], float], rule: metrics.Stein) -> result.Level:
     """Both sides' figures and the speedup from the paired ratios `ratio(baseline block, speculative block)`."""
     ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
-    speedup, low, high = metrics.paired_ratio(ratios)
+    speedup, low, high, half = rule.interval(ratios)
     return {
         "baseline": rates(blocks["baseline"]),
         "speculative": rates(blocks["speculative"]),
@@ -376,7 +419,11 @@ def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block],
         "speedup_cv": metrics.coefficient_of_variation(ratios),
         "block_ratios": ratios,
         "requests_per_block": len(blocks["baseline"][0].e2e),
-    }
+        "stopping": {"first_pairs": rule.first, "most_pairs": rule.most, "target_half_width": rule.target,
+                     "half_width": half, "reason": result.REACHED if half <= rule.target else result.NOT_REACHED},
+        "client_cores_busy": statistics.median(block.client_cores_busy for side in SIDES for block in blocks[side]),
+        "achieved_concurrency": {side: statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES},
+    }  # fmt: skip
 
 
 def throughput_ratio(baseline: Block, speculative: Block) -> float:
@@ -430,6 +477,21 @@ class LoadMeter:
             "other_cpu_share": self.other / (self.wall * cores) if self.wall else 0.0,
             "cpu_count": cores,
         }
+
+
+def _client_core_times() -> list[tuple[float, float]]:
+    """(busy, all) CPU seconds of each core this process may run on: those the engines left to the client."""
+    import psutil
+
+    mine = os.sched_getaffinity(0)
+    times = [t for core, t in enumerate(psutil.cpu_times(percpu=True)) if core in mine]
+    return [(busy := t.user + t.nice + t.system + t.irq + t.softirq + t.steal, busy + t.idle + t.iowait) for t in times]
+
+
+def _busy_share(before: Sequence[tuple[float, float]], after: Sequence[tuple[float, float]]) -> float:
+    busy = sum(b[0] - a[0] for a, b in zip(before, after, strict=True))
+    every = sum(b[1] - a[1] for a, b in zip(before, after, strict=True))
+    return busy / every if every > 0 else 0.0
 
 
 def _busy_seconds() -> float:

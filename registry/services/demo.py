@@ -19,9 +19,8 @@ from registry.models import CertificationRun, EngineQualification, HubModel, Pai
 from registry.selectors import qualification_for
 from registry.services.gate import pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
-from registry.services.qualifications import build_qualify_if_new
+from registry.services.qualifications import build_qualify_here
 from registry.services.runs import run_create
-from registry.states import RunState
 from zoo import ORG
 from zoo.localhub import build_mirrors, git_sha
 from zoo.pairs import ZOO_PAIRS
@@ -112,23 +111,24 @@ def _judge_locally(pair: Pair, org: Path) -> Report:
     )
 
 
-def demo_certify(*, pairs: list[Pair], limit: int | None = None) -> list[CertificationRun]:
-    """Certify, one after another, the pairs that have no finished run yet; tasks run in-process here."""
-    runs = []
-    for pair in [p for p in pairs if not p.runs.public().filter(state=RunState.FINISHED).exists()][:limit]:
-        with transaction.atomic():
-            run = run_create(pair=pair, hardware="cpu")
-        run.refresh_from_db()  # the in-process task ran when the transaction committed
-        run.pair.refresh_from_db()
-        runs.append(run)
-    return runs
+def demo_queue(*, pair: Pair) -> CertificationRun:
+    """Queue a certification of `pair` on the cpu class, for the demo's worker (or in-process, when tasks run so)."""
+    with transaction.atomic():
+        run = run_create(pair=pair, hardware="cpu")
+    run.refresh_from_db()
+    return run
 
 
 def demo_qualify() -> EngineQualification | None:
-    """Qualify the engine build installed here on the cpu class, unless it is already; tasks run in-process here."""
-    engine = settings.SPECHUB_DEFAULT_ENGINE
+    """Qualify the engine build installed here on the cpu class, unless it is already.
+
+    In this process rather than through the queue: every pair's sampling verdict cites it, so the
+    demo waits for it anyway, and it shows here how it went.
+    """
+    engine, dtype = settings.SPECHUB_DEFAULT_ENGINE, settings.SPECHUB_ENGINE_DTYPE
     build = installed_engine_build(engine)
     if not build:
         return None
-    build_qualify_if_new(engine=engine, hardware="cpu", engine_build=build)
-    return qualification_for(engine=engine, engine_build=build, hardware="cpu", dtype=settings.SPECHUB_ENGINE_DTYPE)
+    if settings.SPECHUB_QUALIFY_NEW_BUILDS:
+        build_qualify_here(engine=engine, hardware="cpu", engine_build=build, dtype=dtype)
+    return qualification_for(engine=engine, engine_build=build, hardware="cpu", dtype=dtype)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 from kernel import qualification as q
 from kernel import result
+from kernel.builds import installed_engine_build
 from kernel.verdict import rejudge
 from registry.dispatch import task_send_on_commit
 from registry.models import CertificationRun, EngineQualification
@@ -17,6 +20,8 @@ from registry.selectors import qualification_for, run_document
 from registry.services.certificates import certificate_issue
 from registry.services.publishing import pair_listing_update
 from registry.states import RunState
+
+logger = logging.getLogger(__name__)
 
 
 class QualificationRefused(ValueError):
@@ -93,3 +98,17 @@ def build_qualify_if_new(*, engine: str, hardware: str, engine_build: str) -> bo
         return False
     task_send_on_commit("registry.qualify_engine", engine, hardware, engine_build, dtype, queue=hardware)
     return True
+
+
+def build_qualify_here(*, engine: str, hardware: str, engine_build: str, dtype: str) -> str:
+    """Run the controls on the build installed in this process and store the record; return its digest, or why not."""
+    installed = installed_engine_build(engine)
+    if installed != engine_build:  # a worker of another build took it: the build's own workers report it again
+        logger.warning("asked to qualify %s %s, but %s is installed here", engine, engine_build, installed)
+        return "other-build"
+    if qualification_for(engine=engine, engine_build=engine_build, hardware=hardware, dtype=dtype):
+        return "already-qualified"
+    qualify = import_string(settings.SPECHUB_QUALIFIER)
+    record = qualify(engine=engine, hardware=hardware, dtype=dtype, tv=settings.SPECHUB_QUALIFY_TV,
+                     controls=settings.SPECHUB_QUALIFY_CONTROLS)  # fmt: skip
+    return qualification_record(document=record).digest

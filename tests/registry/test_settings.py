@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import os
 import subprocess
 import sys
 
@@ -30,10 +31,18 @@ def load_settings(tmp_path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", LOAD_SETTINGS], cwd=ROOT, env=base, capture_output=True, text=True)
 
 
-def test_with_nothing_set_it_uses_sqlite_and_in_process_tasks(tmp_path):
+def test_with_nothing_set_it_uses_sqlite_and_queues_tasks_on_files_for_a_worker(tmp_path):
     result = load_settings(tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["django.db.backends.sqlite3", "True"]
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "False"]
+    probe = "import django; django.setup(); from registry.celery import app; print(app.connection_for_write().transport_cls)"
+    env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARS}
+    env.update(DJANGO_SETTINGS_MODULE="registry.settings", SPECHUB_VAR_DIR=str(tmp_path))
+    broker = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert broker.stdout.strip() == "filesystem", broker.stderr[-2000:]
+    assert (tmp_path / "queue" / "messages").is_dir()  # kombu's filesystem transport, its folders made on first use
+    eager = load_settings(tmp_path, SPECHUB_TASKS_IN_PROCESS="1")
+    assert eager.stdout.split() == ["django.db.backends.sqlite3", "True"]  # in-process only when asked
 
 
 def test_with_a_broker_set_tasks_go_through_it(tmp_path):

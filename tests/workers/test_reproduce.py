@@ -47,14 +47,16 @@ def test_acceptance_beyond_tolerance_or_a_changed_exact_match_differs():
     assert [row.figure for row in judged if not row.matches] == ["speedup:concurrency 1"]
 
 
-def test_a_reproduction_starts_servers_only_when_it_judges_speed(capsys):
+def test_a_reproduction_starts_servers_only_when_it_judges_speed():
+    import io
     from argparse import Namespace
 
     from workers.__main__ import _stages
 
     payload: Any = {"inputs": {}}
-    names = [stage.name for stage in _stages(Namespace(speedup_rtol=None), payload)]
+    err = io.StringIO()
+    names = [stage.name for stage in _stages(Namespace(speedup_rtol=None), payload, err)]
     assert names == ["fetch", "gate", "baseline", "speculative", "equivalence", "verdict"]
-    assert "--speedup-rtol" in capsys.readouterr().err  # says how to have speed measured too
-    assert [stage.name for stage in _stages(Namespace(speedup_rtol=0.1), payload)][5:7] == ["throughput", "smoke"]
-    assert len(_stages(Namespace(speedup_rtol=None), None)) == 8  # `certify` always runs every stage
+    assert "--speedup-rtol" in err.getvalue()  # says how to have speed measured too
+    assert [stage.name for stage in _stages(Namespace(speedup_rtol=0.1), payload, err)][5:7] == ["throughput", "smoke"]
+    assert len(_stages(Namespace(speedup_rtol=None), None, err)) == 8  # `certify` always runs every stage

@@ -7,6 +7,7 @@ import math
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from kernel.formats import Conditions, serve_arguments
 from workers import metrics, serving
 from workers.engines.base import EngineConfig
 from workers.engines.vllm import VllmEngine
+
+STEIN = metrics.Stein(first=3, most=12, target=0.05)
 
 
 def block(tokens_per_request: int, seconds: float, requests: int = 2, ttft: float = 0.01) -> serving.Block:
@@ -50,7 +53,7 @@ def test_a_level_pairs_each_baseline_block_with_its_speculative_neighbour_constr
     # Load drifts: both sides slow down together over the run, and the paired ratio stays 1.5.
     baseline = [block(128, seconds) for seconds in (1.0, 1.2, 1.4)]
     speculative = [block(128, seconds / 1.5) for seconds in (1.0, 1.2, 1.4)]
-    level = serving.level({"baseline": baseline, "speculative": speculative}, serving.throughput_ratio)
+    level = serving.level({"baseline": baseline, "speculative": speculative}, serving.throughput_ratio, STEIN)
     assert level["block_ratios"] == pytest.approx([1.5, 1.5, 1.5])
     assert level["speedup"] == pytest.approx(1.5) and level["speedup_interval"] == pytest.approx([1.5, 1.5])
     assert level["requests_per_block"] == 2
@@ -80,11 +83,61 @@ def test_blocks_run_in_a_b_b_a_order_each_after_a_quiet_pause():
         server.finished_at = time.monotonic()
         return block(128, 1.0)
 
-    blocks = serving.paired_blocks(servers, 3, run)
+    blocks = serving.paired_blocks(servers, range(3), run)
     assert [name for name, _ in order] == ["baseline", "speculative", "speculative", "baseline", "baseline", "speculative"]
     assert {side: len(found) for side, found in blocks.items()} == {"baseline": 3, "speculative": 3}
     gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(order)]
     assert min(gaps) >= serving.QUIET_BEFORE_BLOCK
+
+
+def quiet_servers() -> dict[str, serving.Server]:
+    idle = subprocess.Popen(["true"])
+    idle.wait()
+    return {side: serving.Server(side, ["true"], 0, idle, Path("/dev/null")) for side in serving.SIDES}
+
+
+def scripted(ratios: list[float], busy: float = 0.3) -> Callable[[serving.Server, int], serving.Block]:
+    """Blocks whose pair `i` has speculative/baseline tok/s `ratios[i]`, at concurrency 2 with the client's cores `busy`."""
+
+    def run(server: serving.Server, pair: int) -> serving.Block:
+        seconds = 1.0 if server.name == "baseline" else 1.0 / ratios[pair]
+        return serving.Block(seconds, [64, 64], [0.01] * 2, [[0.001]] * 2, [seconds] * 2, client_cores_busy=busy)
+
+    return run
+
+
+def test_a_level_adds_pairs_until_its_interval_is_as_tight_as_stated_constructed(monkeypatch):
+    monkeypatch.setattr(serving, "QUIET_BEFORE_BLOCK", 0.0)
+    rule = metrics.Stein(first=4, most=12, target=0.05)
+    clean, _ = serving.precise_level(
+        quiet_servers(), rule, scripted([1.5, 1.51, 1.49, 1.5] + [9.0] * 8), serving.throughput_ratio, asked=2
+    )
+    assert len(clean["block_ratios"]) == 4 and clean["stopping"]["reason"] == result.REACHED
+    noisy_ratios = [1.5, 1.65, 1.35, 1.55, 1.45, 1.5, 1.6, 1.4, 1.5, 1.52, 1.48, 1.5]
+    noisy, blocks = serving.precise_level(quiet_servers(), rule, scripted(noisy_ratios), serving.throughput_ratio, asked=2)
+    assert len(noisy["block_ratios"]) == rule.total(noisy_ratios[:4]) > 4 and len(blocks["baseline"]) == len(
+        noisy["block_ratios"]
+    )
+    assert noisy["stopping"]["half_width"] == pytest.approx(rule.interval(noisy["block_ratios"])[3])
+    assert noisy["achieved_concurrency"] == pytest.approx({"baseline": 2.0, "speculative": 2.0})
+
+
+def test_a_level_the_measuring_machine_paces_stops_after_the_first_stage_and_is_no_label_constructed(monkeypatch):
+    monkeypatch.setattr(serving, "QUIET_BEFORE_BLOCK", 0.0)
+    rule = metrics.Stein(first=4, most=12, target=0.05)
+    wild = [1.5, 3.0, 0.8, 2.2] * 3
+    figures, _ = serving.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), serving.throughput_ratio, asked=8)
+    assert len(figures["block_ratios"]) == 4 and figures["stopping"]["reason"] == result.MACHINE_LIMITED
+    # At c=1 the same client load is not the machine's pace: c=1 is what the verdict reads, and is always measured.
+    single, _ = serving.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), serving.throughput_ratio, asked=1)
+    assert single["stopping"]["reason"] == result.NOT_REACHED and len(single["block_ratios"]) == 12
+    # Asked for 8 at a time, requests that achieve 2 show the client could not keep them in flight.
+    short, _ = serving.precise_level(quiet_servers(), rule, scripted([1.5] * 12), serving.throughput_ratio, asked=8)
+    assert short["stopping"]["reason"] == result.MACHINE_LIMITED
+    document = {"schema_version": result.SCHEMA_VERSION, "stages": {"throughput": {"levels": {"1": single, "8": figures}}}}
+    rows = result.speed_by_level(document)  # type: ignore[arg-type]
+    assert [row["supports"] for row in rows] == [result.NO_DIFFERENCE, result.MACHINE_LIMITED]
+    assert result.break_even_bounds(document) == (None, None)  # type: ignore[arg-type]
 
 
 def test_poisson_arrivals_repeat_for_a_seed_and_keep_the_rate():

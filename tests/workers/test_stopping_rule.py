@@ -1,0 +1,93 @@
+"""Measuring to a precision: Stein's two-stage rule keeps its interval's coverage (simulation, no engine).
+
+Each simulated certification times blocks in A B B A order on a machine whose speed drifts
+slowly and now and then stalls one block, with lognormal block noise; the rule (the code the
+throughput stage runs) picks how many pairs, and the interval must hold the true speedup.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from workers import metrics
+
+TRUE_SPEEDUP = 1.0
+CERTIFICATIONS = 2000
+RULE = metrics.Stein(first=4, most=12, target=0.05)
+
+
+def pair_ratios(rng: random.Random, cv: float, count: int, stalls: float = 0.03) -> list[float]:
+    """`count` paired ratios (B over A tok/s) from blocks run in A B B A order on a drifting, stalling machine."""
+    drift = rng.gauss(0, 0.01)  # the machine's speed changes by about 1 % per block, the same way all run
+    ratios = []
+    for pair in range(count):
+        order = ("A", "B") if pair % 2 == 0 else ("B", "A")
+        speed = {}
+        for position, side in enumerate(order):
+            block = 2 * pair + position
+            stall = 0.75 if rng.random() < stalls else 1.0  # an occasional block that another process slowed
+            speed[side] = (
+                math.exp(drift * block + rng.gauss(0, cv / math.sqrt(2))) * stall * (TRUE_SPEEDUP if side == "B" else 1.0)
+            )
+        ratios.append(speed["B"] / speed["A"])
+    return ratios
+
+
+def stein_certification(rng: random.Random, cv: float, stalls: float = 0.03) -> tuple[bool, int, float]:
+    """One level measured as the throughput stage measures it: first stage, the rule's total, the interval."""
+    ratios = pair_ratios(rng, cv, RULE.most, stalls)  # drawn in time order; the rule reads only the first `total`
+    total = RULE.total(ratios[: RULE.first])
+    _, low, high, half = RULE.interval(ratios[:total])
+    return low <= TRUE_SPEEDUP <= high, total, half
+
+
+def naive_certification(rng: random.Random, cv: float) -> bool:
+    """Add pairs until the running t interval is narrow enough: the rule issue 24 measured and refused."""
+    ratios = pair_ratios(rng, cv, RULE.most)
+    for count in range(3, RULE.most + 1):
+        _, low, high = metrics.paired_ratio(ratios[:count])
+        if math.log(high / low) / 2 <= math.log1p(RULE.target):
+            break
+    return low <= TRUE_SPEEDUP <= high
+
+
+@pytest.mark.parametrize("cv", [0.03, 0.08, 0.15, 0.20])
+def test_steins_rule_keeps_95_percent_coverage_with_drift_and_stalls_simulated(cv):
+    rng = random.Random(f"stein-{cv}")
+    runs = [stein_certification(rng, cv) for _ in range(CERTIFICATIONS)]
+    coverage = statistics.fmean(covered for covered, _, _ in runs)
+    assert coverage >= 0.94, f"CV {cv}: the 95 % intervals held the true speedup in {coverage:.3f} of {CERTIFICATIONS}"
+
+
+@pytest.mark.parametrize(("cv", "pairs", "precise"), [(0.02, 4.6, 0.95), (0.05, 9.5, 0.4), (0.15, 11.5, 0.02)])
+def test_the_rule_spends_pairs_where_the_data_is_noisy_simulated(cv, pairs, precise):
+    """Ratio CV 2 %: the first stage is enough and precise; 15 %: the cap, and 'precision not reached'."""
+    rng = random.Random(f"spend-{cv}")
+    runs = [stein_certification(rng, cv, stalls=0.0) for _ in range(CERTIFICATIONS)]
+    spent = statistics.fmean(total for _, total, _ in runs)
+    reached = statistics.fmean(half <= RULE.target for _, _, half in runs)
+    assert statistics.fmean(covered for covered, _, _ in runs) >= 0.94
+    assert spent <= pairs if cv < 0.1 else spent >= pairs, f"CV {cv}: {spent:.1f} pairs on average"
+    assert reached >= precise if cv < 0.1 else reached <= precise, f"CV {cv}: {reached:.3f} reached the target"
+
+
+def test_the_naive_rule_loses_coverage_that_steins_keeps_simulated():
+    rng = random.Random("naive")
+    naive = statistics.fmean(naive_certification(rng, 0.08) for _ in range(CERTIFICATIONS))
+    assert naive < 0.93, f"naive stopping covered {naive:.3f}: this simulation no longer shows why Stein's rule is used"
+
+
+def test_the_rule_takes_whole_quadruples_up_to_its_cap_constructed():
+    assert RULE.total([1.50, 1.51, 1.49, 1.50]) == 4  # 1 % spread: the first stage is enough
+    spread = [1.0, 1.1, 0.9, 1.05]  # about 8 %: more pairs, an even number, at most 12
+    total = RULE.total(spread)
+    assert total % 2 == 0 and 4 < total <= 12
+    assert RULE.total([1.0, 1.5, 0.7, 1.3]) == 12
+    centre, _, high, half = RULE.interval([1.0, 1.1, 0.9, 1.05, 1.0, 1.0])
+    logs = [math.log(r) for r in (1.0, 1.1, 0.9, 1.05, 1.0, 1.0)]
+    expected = 3.182 * statistics.stdev(logs[:4]) / math.sqrt(6)  # t(3) from the first stage, over all 6
+    assert math.log(high / centre) == pytest.approx(expected) and half == pytest.approx(math.expm1(expected))
