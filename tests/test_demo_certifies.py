@@ -1,6 +1,7 @@
-"""`make demo`'s certification: the toy zoo served by olah, the engine qualified in the demo's process and a pair
-certified by the real Celery worker it starts, queued on files, on SQLite, with every real stage but the served ones (workers.stages.unserved_stages, an operator's setting): serving,
-its speed figures and the smoke grid are the session's shared certification's (tests/support/certified.py)."""
+"""`make demo`'s certification: the toy zoo served by olah, the engine qualified in the demo's process, and a pair
+certified on SQLite by the real Celery worker the demo starts, queued on files; every real stage but the served
+ones (workers.stages.unserved_stages, an operator's setting): serving, its speed figures and the smoke grid are
+the session's shared certification's (tests/support/certified.py)."""
 
 from __future__ import annotations
 

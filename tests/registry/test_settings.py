@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import secrets
 import os
+import secrets
 import subprocess
 import sys
 
