@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from kernel import certificates
+from kernel.result import MACHINE_LIMITED, REACHED, STOPPING_REASONS
 from kernel.workloads import CATEGORIES
 from registry.models import CertificationRun
 from registry.services.certificates import signing_key
@@ -58,15 +59,21 @@ def assert_complete(run: CertificationRun) -> None:
         assert result.equivalence["reference_exact_match"] is not None
     throughput = stages["throughput"]
     assert set(throughput["levels"]) == {"1", "4"} and throughput["mode"] == "serving"  # the shared plan's levels
-    for level in throughput["levels"].values():  # three A B B A pairs, every figure from real streamed requests
-        assert len(level["baseline"]["tokens_per_second_runs"]) == len(level["block_ratios"]) == 3
+    for level in throughput["levels"].values():  # Stein's 4 to 6 A B B A pairs, every figure from real streamed requests
+        pairs, stopping = len(level["block_ratios"]), level["stopping"]
+        assert len(level["baseline"]["tokens_per_second_runs"]) == pairs and 4 <= pairs <= 6, stopping
+        assert (stopping["first_pairs"], stopping["most_pairs"]) == (4, 6) and stopping["reason"] in STOPPING_REASONS
+        if stopping["reason"] == MACHINE_LIMITED:  # the first stage only, kept out of the verdict
+            assert pairs == 4, stopping
+        else:
+            assert (stopping["reason"] == REACHED) == (stopping["half_width"] <= stopping["target_half_width"]), stopping
         low, high = level["speedup_interval"]
         assert low <= level["speedup"] <= high and min(level["block_ratios"]) > 0
         for side in ("baseline", "speculative"):
             latency = level[side]["latency_ms"]
             assert 0 < latency["ttft"]["p50"] <= latency["ttft"]["p99"] and latency["e2e"]["p50"] > latency["ttft"]["p50"]
             assert latency["tpot"]["p50"] > 0 and latency["itl"]["p95"] > 0 and level[side]["requests_per_second"] > 0
-    assert throughput["rate_point"]["request_rate"] > 0 and len(throughput["rate_point"]["block_ratios"]) == 3
+    assert throughput["rate_point"]["request_rate"] > 0 and 4 <= len(throughput["rate_point"]["block_ratios"]) <= 6
     assert throughput["counters"]["agree"], throughput["counters"]  # the server's /metrics equal the offline counters
     assert throughput["load"]["wall_seconds"] > 0 and throughput["load"]["cpu_count"] >= 1
     assert throughput["servers"]["speculative_recipe"].startswith("vllm serve spechub-toy/llama-verifier --revision ")

@@ -45,8 +45,10 @@ def test_each_level_says_what_its_own_interval_supports_and_no_speedup_reaches_t
     speedup by the acceptance length."""
     document = certified_run.result
     rows = result.speed_by_level(document)
-    assert [row["concurrency"] for row in rows] == [1, 4] and all(row["pairs"] == 3 for row in rows)
-    assert all(row["supports"] == result.speed_label(row["interval"]) for row in rows), rows
+    assert [row["concurrency"] for row in rows] == [1, 4] and all(4 <= row["pairs"] <= 6 for row in rows)
+    for row in rows:  # a level the measuring machine paced says so instead of a label
+        limited = row["stopping"] == result.MACHINE_LIMITED
+        assert row["supports"] == (result.MACHINE_LIMITED if limited else result.speed_label(row["interval"])), row
     throughput = result.throughput(document)
     bound = throughput["theoretical_bound"] if throughput else None
     assert bound is not None and bound > 1
