@@ -99,9 +99,9 @@ class Level(TypedDict):
     block_ratios: list[float]  # speculative over baseline tok/s, one per A B (or B A) pair
     requests_per_block: int
     stopping: NotRequired[Stopping]
-    # The share of their cores that the client and the servers' front ends used, the median block's; and the
-    # concurrency each side's requests achieved (the sum of their latencies over the block's wall time).
-    client_cores_busy: NotRequired[float]
+    # The client's CPU seconds over wall time (1.0: a whole core), the median block's; and the concurrency
+    # each side's requests achieved (the sum of their latencies over the block's wall time).
+    client_busy: NotRequired[float]
     achieved_concurrency: NotRequired[dict[str, float]]
 
 

@@ -84,9 +84,21 @@ CPU_LEVELS = (1, 2, 4)
 GPU_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 
 
+# The most paired blocks a level takes by default. The cap costs precision, never coverage (Stein's rule is
+# exact with it), so it is a budget: on the 2-core CPU class a block ratio's CV was 17-22 % (issue 24's bench),
+# where 12 pairs still leave about ±20 % and took 589 s a run; 6 pairs leave about ±28 % at half the cost.
+CPU_MOST_PAIRS = 6
+GPU_MOST_PAIRS = 12
+
+
 def levels_for(hardware: str) -> tuple[int, ...]:
     """Return the default levels of a hardware class ("cpu", or a GPU class such as "gpu.h100")."""
     return CPU_LEVELS if hardware == "cpu" else GPU_LEVELS
+
+
+def most_pairs_for(hardware: str) -> int:
+    """Return the default cap on paired blocks per level of a hardware class."""
+    return CPU_MOST_PAIRS if hardware == "cpu" else GPU_MOST_PAIRS
 
 
 @dataclass(frozen=True)

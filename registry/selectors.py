@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from kernel import result
-from kernel.spec import ModelRef, Plan, RunSpec, Thresholds, levels_for
+from kernel.spec import ModelRef, Plan, RunSpec, Thresholds, levels_for, most_pairs_for
 from registry.filters import PairFilter, filtered_pairs
 from registry.models import (
     CertificationRun,
@@ -81,7 +81,7 @@ def measuring_plan(hardware: str = "cpu") -> Plan:
         workloads=settings.SPECHUB_WORKLOADS,
         concurrency=tuple(settings.SPECHUB_CONCURRENCY_LEVELS) or levels_for(hardware),
         repeats=settings.SPECHUB_REPEATS,
-        most_pairs=settings.SPECHUB_MOST_PAIRS,
+        most_pairs=settings.SPECHUB_MOST_PAIRS or most_pairs_for(hardware),
         half_width=settings.SPECHUB_HALF_WIDTH,
         half_width_loaded=settings.SPECHUB_HALF_WIDTH_LOADED,
         output_tokens=settings.SPECHUB_OUTPUT_TOKENS,

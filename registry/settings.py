@@ -206,7 +206,8 @@ SPECHUB_CONCURRENCY_LEVELS = env_int_list("SPECHUB_CONCURRENCY_LEVELS", [])
 # Paired baseline/speculative blocks per level: the first stage, whose spread sets how many more (Stein's rule),
 # up to the most; the 95 % interval's relative half-width wanted at the lowest level and at the others.
 SPECHUB_REPEATS = env_int("SPECHUB_REPEATS", 4, minimum=3)
-SPECHUB_MOST_PAIRS = env_int("SPECHUB_MOST_PAIRS", 12, minimum=3)
+# Unset (0): the hardware class's (kernel/spec.py most_pairs_for: 6 on CPU, 12 on GPUs).
+SPECHUB_MOST_PAIRS = env_int("SPECHUB_MOST_PAIRS", 0, minimum=0)
 SPECHUB_HALF_WIDTH = env_float("SPECHUB_HALF_WIDTH", 0.05)
 SPECHUB_HALF_WIDTH_LOADED = env_float("SPECHUB_HALF_WIDTH_LOADED", 0.10)
 # Tokens each timed request asks for: long enough that per-token figures are not start-up noise.

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
+
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.services import free_port
-from tests.support.processes import BIN, compose_command, serving, worker_database_url
+from tests.support.processes import BIN, compose_command, process_env, run_whole, serving, worker_database_url
+from zoo import ORG
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
 # What `make demo` runs, less the certification, which tests/test_demo_certifies.py covers.
@@ -74,6 +78,27 @@ def test_make_demo_serves_healthz_on_embedded_sqlite_and_a_queue_on_files(tmp_pa
     assert "spechub-toy/llama-draft-1l" in page.text and ">ngram</a>" in page.text
     assert css.status_code == 200 and "font-family" in css.text
     assert (tmp_path / "spechub.sqlite3").exists() and (tmp_path / "queue" / "messages").is_dir()
+
+
+def test_on_the_embedded_default_a_new_pairs_submission_is_answered_and_waits_in_the_file_queue(tmp_path, local_hub):
+    """The web process only queues: the certification is the demo's worker's (tests/test_demo_certifies.py)."""
+    services, env = ("DATABASE_URL", "CELERY_BROKER_URL"), {"SPECHUB_VAR_DIR": str(tmp_path)}
+    newcomer = "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; " \
+        "print(Token.objects.create(user=User.objects.create_user('newcomer')).key)"  # fmt: skip
+    with serving(DEMO, tmp_path, env, drop=services) as base:  # it migrates the SQLite database before it serves
+        made = run_whole([str(BIN / "python"), "manage.py", "shell", "-c", newcomer], process_env(env, drop=services), 120)
+        assert made.returncode == 0, made.stderr[-2000:]
+        payload = {"repo_id": f"{ORG}/llama-draft-1l", "revision": "v1.0", "verifier_repo_id": f"{ORG}/llama-verifier"}
+        headers = {"Authorization": f"Token {made.stdout.split()[-1]}"}
+        answer = httpx.post(f"{base}/api/v1/submissions/", json=payload, headers=headers, timeout=60)
+        queue = httpx.get(f"{base}/runs/")
+    assert answer.status_code == 201 and answer.json()["status"] == "accepted", answer.text[:500]
+    messages = [json.loads(path.read_text()) for path in (tmp_path / "queue" / "messages").iterdir()]
+    assert [message["headers"]["task"] for message in messages] == ["workers.certify"], messages
+    with sqlite3.connect(tmp_path / "spechub.sqlite3") as db:
+        states = db.execute("SELECT state FROM registry_certificationrun").fetchall()
+    assert states == [("queued",)]  # not run inside the request: nothing on the embedded default runs eagerly
+    assert queue.status_code == 200 and "queued" in queue.text
 
 
 def test_make_demo_serves_healthz_on_configured_postgres_and_redis(tmp_path):

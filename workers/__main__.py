@@ -27,7 +27,7 @@ from kernel.hub import HubClient
 from kernel.qualification import Control, Record
 from kernel.qualification import load as load_qualification
 from kernel.repos import HubRepo, gate_check
-from kernel.spec import ModelRef, Plan, RunSpec, levels_for
+from kernel.spec import ModelRef, Plan, RunSpec, levels_for, most_pairs_for
 from kernel.verdict import rejudge
 from workers import cost
 from workers.qualification import CONTROLS, MODES, Settings, qualify
@@ -60,7 +60,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                          "1,2,4 on cpu, 1 to 64 on GPUs).")  # fmt: skip
     certify.add_argument("--repeats", type=int, default=4,
                          help="Paired A B B A blocks per level before the stopping rule looks (default 4).")  # fmt: skip
-    certify.add_argument("--most-pairs", type=int, default=12, help="Paired blocks per level at most (default 12).")
+    certify.add_argument("--most-pairs", type=int, help="Paired blocks per level at most (default: the hardware class's, "
+                         "6 on cpu, 12 on GPUs).")  # fmt: skip
     certify.add_argument("--half-width", type=float, default=0.05,
                          help="The 95 %% interval's relative half-width wanted at the lowest level (default 0.05).")  # fmt: skip
     certify.add_argument("--half-width-loaded", type=float, default=0.10,
@@ -145,7 +146,8 @@ def spec_from(args: argparse.Namespace) -> RunSpec:
 
 def plan_from(args: argparse.Namespace) -> Plan:
     levels = tuple(int(c) for c in args.concurrency.split(",")) if args.concurrency else levels_for(args.hardware)
-    precision = {"most_pairs": args.most_pairs, "half_width": args.half_width, "half_width_loaded": args.half_width_loaded}
+    most = args.most_pairs or most_pairs_for(args.hardware)
+    precision = {"most_pairs": most, "half_width": args.half_width, "half_width_loaded": args.half_width_loaded}
     return Plan(workloads=args.workloads, concurrency=levels, repeats=args.repeats, output_tokens=args.output_tokens, **precision)
 
 

@@ -270,7 +270,7 @@ class Block:
     ttft: list[float]
     itl: list[list[float]]
     e2e: list[float]
-    client_cores_busy: float = 0.0  # the share of the client's cores in use over the block, anyone's
+    client_busy: float = 0.0  # the client's own CPU seconds over the block's wall time: 1.0 is a whole core
 
     @property
     def tokens_per_second(self) -> float:
@@ -304,10 +304,10 @@ def run_block(
     )  # fmt: skip
     # The client prints its own summary table; its event loop gets a thread of its own, since the
     # caller may already run one (a test session with Playwright's does).
-    before = _client_core_times()
+    before = time.process_time()  # every thread of this process: the client's event loop is one of them
     with contextlib.redirect_stdout(io.StringIO()), ThreadPoolExecutor(1) as loop:
         done: dict[str, Any] = loop.submit(asyncio.run, run).result()
-    busy = _busy_share(before, _client_core_times())
+    busy = (time.process_time() - before) / done["duration"] if done["duration"] else 0.0
     server.finished_at = time.monotonic()
     failed = [error for error in done["errors"] if error]
     if failed or done["completed"] != len(requests):
@@ -342,10 +342,12 @@ def paired_blocks(
     return blocks
 
 
-# The measuring machine sets the pace when the cores left to the client and front ends are this busy, or when
+# The measuring machine sets the pace when the client (one event loop, so one core at most) is this busy, or when
 # a side's requests achieve less than this share of the concurrency asked: more pairs there measure the machine.
-CLIENT_CORES_SATURATED = 0.9
+# Not the cores' load: vLLM's engine core spins on its message queue, so a client's core reads busy at any load.
+CLIENT_SATURATED = 0.9
 ACHIEVED_SHARE = 0.8
+PROBE_PAIRS = 2  # the pairs that tell: a paced level's figures say nothing, so it costs no more than these
 
 
 def precise_level(
@@ -354,18 +356,18 @@ def precise_level(
 ) -> tuple[result.Level, dict[str, list[Block]]]:  # fmt: skip
     """Time a level to its stated precision: Stein's first stage, then the pairs its spread asks for.
 
-    With `asked` (a concurrency above 1), a level where the measuring machine sets the pace
-    stops after the first stage and says so; it is kept out of verdicts and break-even.
+    With `asked` (a concurrency above 1), a level where the measuring machine sets the pace stops
+    after its first PROBE_PAIRS and says so; it is kept out of verdicts and break-even.
     """
-    blocks = paired_blocks(servers, range(rule.first), run)
-    limited = asked is not None and asked > 1 and machine_limited(blocks, asked)
-    ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
-    total = rule.first if limited else rule.total(ratios)
-    paired_blocks(servers, range(rule.first, total), run, blocks)
-    figures = level(blocks, ratio, rule)
-    if limited:
+    blocks = paired_blocks(servers, range(PROBE_PAIRS), run)
+    if asked is not None and asked > 1 and machine_limited(blocks, asked):
+        figures = level(blocks, ratio, rule)
         figures["stopping"]["reason"] = result.MACHINE_LIMITED
-    return figures, blocks
+        return figures, blocks
+    paired_blocks(servers, range(PROBE_PAIRS, rule.first), run, blocks)
+    ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
+    paired_blocks(servers, range(rule.first, rule.total(ratios)), run, blocks)
+    return level(blocks, ratio, rule), blocks
 
 
 def achieved(block: Block) -> float:
@@ -374,9 +376,9 @@ def achieved(block: Block) -> float:
 
 
 def machine_limited(blocks: Mapping[str, Sequence[Block]], asked: int) -> bool:
-    busy = statistics.median(block.client_cores_busy for side in SIDES for block in blocks[side])
+    busy = statistics.median(block.client_busy for side in SIDES for block in blocks[side])
     short = min(statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES) < ACHIEVED_SHARE * asked
-    return busy >= CLIENT_CORES_SATURATED or short
+    return busy >= CLIENT_SATURATED or short
 
 
 # --- figures ---------------------------------------------------------------------------
@@ -410,7 +412,8 @@ def _percentiles(seconds: Sequence[float]) -> dict[str, float | None]:
 def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block], float], rule: metrics.Stein) -> result.Level:
     """Both sides' figures and the speedup from the paired ratios `ratio(baseline block, speculative block)`."""
     ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
-    speedup, low, high, half = rule.interval(ratios)
+    # Short of Stein's first stage (a paced level's probe), the plain t interval of the pairs there are.
+    speedup, low, high, half = rule.interval(ratios) if len(ratios) >= rule.first else _plain(ratios)
     return {
         "baseline": rates(blocks["baseline"]),
         "speculative": rates(blocks["speculative"]),
@@ -421,9 +424,14 @@ def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block],
         "requests_per_block": len(blocks["baseline"][0].e2e),
         "stopping": {"first_pairs": rule.first, "most_pairs": rule.most, "target_half_width": rule.target,
                      "half_width": half, "reason": result.REACHED if half <= rule.target else result.NOT_REACHED},
-        "client_cores_busy": statistics.median(block.client_cores_busy for side in SIDES for block in blocks[side]),
+        "client_busy": statistics.median(block.client_busy for side in SIDES for block in blocks[side]),
         "achieved_concurrency": {side: statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES},
     }  # fmt: skip
+
+
+def _plain(ratios: Sequence[float]) -> tuple[float, float, float, float]:
+    centre, low, high = metrics.paired_ratio(ratios)
+    return centre, low, high, high / centre - 1
 
 
 def throughput_ratio(baseline: Block, speculative: Block) -> float:
@@ -477,21 +485,6 @@ class LoadMeter:
             "other_cpu_share": self.other / (self.wall * cores) if self.wall else 0.0,
             "cpu_count": cores,
         }
-
-
-def _client_core_times() -> list[tuple[float, float]]:
-    """(busy, all) CPU seconds of each core this process may run on: those the engines left to the client."""
-    import psutil
-
-    mine = os.sched_getaffinity(0)
-    times = [t for core, t in enumerate(psutil.cpu_times(percpu=True)) if core in mine]
-    return [(busy := t.user + t.nice + t.system + t.irq + t.softirq + t.steal, busy + t.idle + t.iowait) for t in times]
-
-
-def _busy_share(before: Sequence[tuple[float, float]], after: Sequence[tuple[float, float]]) -> float:
-    busy = sum(b[0] - a[0] for a, b in zip(before, after, strict=True))
-    every = sum(b[1] - a[1] for a, b in zip(before, after, strict=True))
-    return busy / every if every > 0 else 0.0
 
 
 def _busy_seconds() -> float:

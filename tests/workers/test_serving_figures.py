@@ -97,11 +97,11 @@ def quiet_servers() -> dict[str, serving.Server]:
 
 
 def scripted(ratios: list[float], busy: float = 0.3) -> Callable[[serving.Server, int], serving.Block]:
-    """Blocks whose pair `i` has speculative/baseline tok/s `ratios[i]`, at concurrency 2 with the client's cores `busy`."""
+    """Blocks whose pair `i` has speculative/baseline tok/s `ratios[i]`, at concurrency 2 with the client `busy`."""
 
     def run(server: serving.Server, pair: int) -> serving.Block:
         seconds = 1.0 if server.name == "baseline" else 1.0 / ratios[pair]
-        return serving.Block(seconds, [64, 64], [0.01] * 2, [[0.001]] * 2, [seconds] * 2, client_cores_busy=busy)
+        return serving.Block(seconds, [64, 64], [0.01] * 2, [[0.001]] * 2, [seconds] * 2, client_busy=busy)
 
     return run
 
@@ -122,12 +122,14 @@ def test_a_level_adds_pairs_until_its_interval_is_as_tight_as_stated_constructed
     assert noisy["achieved_concurrency"] == pytest.approx({"baseline": 2.0, "speculative": 2.0})
 
 
-def test_a_level_the_measuring_machine_paces_stops_after_the_first_stage_and_is_no_label_constructed(monkeypatch):
+def test_a_level_the_measuring_machine_paces_stops_after_its_probe_and_is_no_label_constructed(monkeypatch):
     monkeypatch.setattr(serving, "QUIET_BEFORE_BLOCK", 0.0)
     rule = metrics.Stein(first=4, most=12, target=0.05)
     wild = [1.5, 3.0, 0.8, 2.2] * 3
     figures, _ = serving.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), serving.throughput_ratio, asked=8)
-    assert len(figures["block_ratios"]) == 4 and figures["stopping"]["reason"] == result.MACHINE_LIMITED
+    assert len(figures["block_ratios"]) == serving.PROBE_PAIRS == 2 and figures["stopping"]["reason"] == result.MACHINE_LIMITED
+    low, high = figures["speedup_interval"]  # the plain t interval of the two pairs there are: t(1) = 12.71
+    assert (low, high) == pytest.approx(metrics.paired_ratio(wild[:2])[1:])
     # At c=1 the same client load is not the machine's pace: c=1 is what the verdict reads, and is always measured.
     single, _ = serving.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), serving.throughput_ratio, asked=1)
     assert single["stopping"]["reason"] == result.NOT_REACHED and len(single["block_ratios"]) == 12
