@@ -572,6 +572,13 @@ def levels(document: ResultDocument | None) -> list[int]:
     return sorted(int(level) for level in measured["levels"]) if measured else []
 
 
+def block_ratios(document: ResultDocument | None, level: str = "1") -> list[float]:
+    """Return the paired block ratios a level's speedup was measured from (none where it was not)."""
+    measured = throughput(document)
+    figures = measured["levels"].get(level) if measured else None
+    return list(figures.get("block_ratios") or []) if figures else []
+
+
 def speedups(document: ResultDocument | None) -> dict[str, float]:
     """Return the speedup at each measured concurrency level ("1", "2", ...)."""
     measured = throughput(document)

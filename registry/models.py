@@ -331,6 +331,9 @@ class Regression(models.Model):
     previous = models.FloatField()
     current = models.FloatField()
     relative_change = models.FloatField()
+    # The 95 % interval of current over previous, where the figure has one (the speedup); empty for AL,
+    # which both runs counted over the same prompts.
+    interval = models.JSONField(default=list, blank=True)
     detected_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

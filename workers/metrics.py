@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kernel.result import Acceptance, ChiSquare, Divergence, Greedy
+from kernel.stats import t_975
 from workers.engines.base import SpecCounters
 
 
@@ -109,16 +110,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     position = (len(ordered) - 1) * q / 100
     low, high = math.floor(position), math.ceil(position)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-# Student t's 97.5th percentile by degrees of freedom: the engines' environment has no scipy,
-# and a fixed table of 30 values is all a paired-blocks interval needs (1.96 beyond).
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
-
-
-def t_975(dof: int) -> float:
-    return T_975[dof - 1] if dof <= len(T_975) else 1.96
 
 
 @dataclass(frozen=True)

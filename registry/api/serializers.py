@@ -252,7 +252,7 @@ class CertificateOut(serializers.ModelSerializer[Certificate]):
 class RegressionOut(serializers.ModelSerializer[Regression]):
     class Meta:
         model = Regression
-        fields = ["id", "run", "previous_run", "metric", "previous", "current", "relative_change", "detected_at"]
+        fields = ["id", "run", "previous_run", "metric", "previous", "current", "relative_change", "interval", "detected_at"]
 
 
 class PairDetailOut(PairOut):

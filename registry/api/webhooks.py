@@ -28,7 +28,10 @@ class CertifiedData(serializers.Serializer[dict[str, Any]]):
 class Change(serializers.Serializer[dict[str, Any]]):
     previous = serializers.FloatField()
     current = serializers.FloatField()
-    change = serializers.FloatField(help_text="relative: (current - previous) / previous")
+    change = serializers.FloatField(help_text="relative: current over previous, less 1 (a timed figure's: of its paired blocks)")
+    interval = serializers.ListField(
+        child=serializers.FloatField(), help_text="95 % interval of current over previous; empty for AL (same prompts)"
+    )
 
 
 class RegressedData(serializers.Serializer[dict[str, Any]]):

@@ -33,7 +33,8 @@ def run_publish(*, run: CertificationRun) -> Certificate | None:
     regressions = run_regressions_record(run=run)
     subject = f"run-{run.pk}"
     if regressions:
-        changes = {r.metric: {"previous": r.previous, "current": r.current, "change": r.relative_change} for r in regressions}
+        changes = {r.metric: {"previous": r.previous, "current": r.current, "change": r.relative_change, "interval": r.interval}
+                   for r in regressions}  # fmt: skip
         data = {"run": run.pk, "previous_run": regressions[0].previous_run_id, "regressions": changes}
         pair_event_notify(pair=run.pair, event=WebhookEvent.REGRESSED, subject=subject, data=data)
     if certificate is not None and certificate.verdict == Verdict.CERTIFIED:

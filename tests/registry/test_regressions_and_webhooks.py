@@ -102,6 +102,25 @@ def test_a_drop_within_the_tolerance_or_a_better_revision_flags_nothing(db, owne
     assert not slightly.regressed
 
 
+def test_a_timed_speedup_regresses_only_when_its_whole_interval_lies_below_the_tolerance(db, owner):
+    first = owned_pair(owner)
+    finish_run(first, speedup=1.5, ratios=[1.52, 1.48, 1.50, 1.51, 1.49, 1.50])
+    noisy = new_revision_of(first, owner)  # 10 % lower in the point estimate, but the blocks scatter by 20 %
+    finish_run(noisy, speedup=1.35, ratios=[1.70, 1.05, 1.60, 1.10, 1.55, 1.20])
+    assert not Regression.objects.filter(metric="speedup").exists()
+    steady = new_revision_of(first, owner)  # compared with the noisy run before it: nothing to tell
+    finish_run(steady, speedup=1.5, ratios=[1.52, 1.48, 1.50, 1.51, 1.49, 1.50])
+    assert not Regression.objects.filter(metric="speedup").exists()
+    slower = new_revision_of(first, owner)  # 20 % lower than the steady run, and every block says so
+    finish_run(slower, speedup=1.2, ratios=[1.22, 1.18, 1.21, 1.19, 1.20, 1.20])
+    (regression,) = Regression.objects.filter(metric="speedup")
+    low, high = regression.interval
+    assert regression.pair == slower and low < regression.relative_change + 1 < high < 0.95
+    assert regression.relative_change == pytest.approx(-0.2, abs=0.01)
+    slower.refresh_from_db()
+    assert slower.regressed
+
+
 def test_regressions_compare_on_the_same_hardware_only(db, owner):
     first = owned_pair(owner)
     finish_run(first, al=3.0, hardware="cpu")

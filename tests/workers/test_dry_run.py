@@ -7,6 +7,7 @@ import math
 import pytest
 
 from kernel.spec import CPU_LEVELS, GPU_LEVELS, Plan
+from kernel.stats import t_975
 from workers import cost, metrics
 from workers.__main__ import main
 
@@ -34,7 +35,7 @@ def test_the_expected_pairs_are_steins_for_the_classs_spread_and_the_cost_adds_u
     quiet, noisy = cost.expected_pairs(plan, 0.01, lowest=True), cost.expected_pairs(plan, 0.17, lowest=True)
     assert quiet == plan.repeats and noisy == plan.most_pairs  # a clean first stage stops there; a noisy one is capped
     # At a CV of 3 %: (t(3) · 0.03 / log 1.05)² = 3.8, so the first stage's four pairs suffice at ±5 %.
-    assert math.ceil((metrics.t_975(3) * 0.03 / math.log1p(0.05)) ** 2) <= 4 == cost.expected_pairs(plan, 0.03, lowest=True)
+    assert math.ceil((t_975(3) * 0.03 / math.log1p(0.05)) ** 2) <= 4 == cost.expected_pairs(plan, 0.03, lowest=True)
     found = cost.estimate(plan, "h100")
     parts = found.costs.offline + found.costs.server_start + found.costs.smoke + sum(level.seconds for level in found.levels)
     assert found.wall_seconds == pytest.approx(parts) and found.gpu_minutes == pytest.approx(found.wall_seconds / 60)
