@@ -8,7 +8,7 @@ import pytest
 
 from kernel.spec import CPU_LEVELS, GPU_LEVELS, Plan
 from kernel.stats import t_975
-from workers import cost, metrics
+from workers import cost
 from workers.__main__ import main
 
 
