@@ -309,6 +309,7 @@ class CertifiedResults(TypedDict):
 
 
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+BELOW_MARGIN = "faster, but not by the margin"
 # A level where the client and front ends, not the pair, set the pace: shown, never in a verdict or a break-even.
 MACHINE_LIMITED = "limited by the measuring machine"
 REACHED, NOT_REACHED = "precision reached", "precision not reached at the most pairs"
@@ -327,13 +328,16 @@ class SpeedAtLevel(TypedDict):
 
 
 def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> str:
-    """Return what a speedup's interval supports: faster only when all of it lies above `threshold`."""
+    """Return what a speedup's interval supports: faster only when all of it lies above `threshold` (a practical
+    margin, 1 or more); above 1 but not wholly above the margin, a gain too small to certify."""
     if not interval or len(interval) != 2:
         return "not measured"
     low, high = interval
     if low > threshold:
         return FASTER
-    return SLOWER if high < threshold else NO_DIFFERENCE
+    if low > 1:
+        return BELOW_MARGIN
+    return SLOWER if high < 1 else NO_DIFFERENCE
 
 
 def limited(figures: Level) -> bool:

@@ -111,7 +111,7 @@ def speed(speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds) 
     point, (low, high) = speedup_c1[0], speedup_c1[1]
     outcome = result.speed_label([low, high], threshold=thresholds.min_speedup)
     reason = (f"speed at concurrency 1: {outcome} (speedup {point:.2f}, 95 % interval [{low:.2f}, {high:.2f}]; "
-              f"a gain needs the whole interval above {thresholds.min_speedup})")  # fmt: skip
+              f"a certified gain needs the whole interval above the margin, {thresholds.min_speedup})")  # fmt: skip
     return _verdict(outcome, reason, speedup=point, interval=[low, high])
 
 

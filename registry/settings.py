@@ -218,7 +218,8 @@ SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
 # The verdict's thresholds, shown on every certificate.
 SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)
 SPECHUB_THRESHOLD_SAMPLING_ALPHA = env_float("SPECHUB_THRESHOLD_SAMPLING_ALPHA", 0.001)
-SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.0)
+# The practical margin a certified gain must clear: the whole interval at c=1 above it (1.0 would certify 1.01x).
+SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.03)
 # The catalog that fills itself (registry/services/imports.py): repos and a Hub collection to follow, the
 # verifier for drafts whose config names none, whether gate-passing pairs are certified, and how often.
 SPECHUB_IMPORT_REPOS = env_list("SPECHUB_IMPORT_REPOS", [])

@@ -22,9 +22,26 @@ def test_a_point_estimate_above_one_with_an_interval_that_straddles_one_is_not_c
     assert level == "provisional"
     assert reasons == [
         "speed at concurrency 1: no measurable difference (speedup 1.03, 95 % interval [0.91, 1.17]; "
-        "a gain needs the whole interval above 1.0)"
+        "a certified gain needs the whole interval above the margin, 1.03)"
     ]
     assert properties["speed"]["outcome"] == "no measurable difference"
+
+
+@pytest.mark.parametrize(
+    ("interval", "outcome", "level"),
+    [
+        ([1.04, 1.20], result.FASTER, "certified"),
+        ([1.01, 1.02], result.BELOW_MARGIN, "provisional"),  # surely faster, but a 1-2 % gain is not what is certified
+        ([1.01, 1.30], result.BELOW_MARGIN, "provisional"),  # faster, but the margin is inside the interval
+        ([0.98, 1.02], result.NO_DIFFERENCE, "provisional"),
+        ([0.90, 0.99], result.SLOWER, "provisional"),
+    ],
+)
+def test_a_certified_gain_clears_the_practical_margin_not_just_one_constructed(interval, outcome, level):
+    assert Thresholds().min_speedup == 1.03
+    got, reasons, properties = judged(speed=(sum(interval) / 2, interval))
+    assert (got, properties["speed"]["outcome"]) == (level, outcome)
+    assert all("margin, 1.03" in reason for reason in reasons)
 
 
 def test_a_gain_whose_interval_clears_one_with_equal_outputs_is_certified_constructed():

@@ -15,8 +15,9 @@ from kernel.workloads import CATEGORIES
 from registry.models import CertificationRun
 from registry.services.certificates import signing_key
 from registry.states import RunState
-from tests.support.certified import SMOKE_ENGINE_FEATURES
+from tests.support.certified import PAIRS, SMOKE_ENGINE_FEATURES
 from tests.support.processes import ROOT
+from workers.serving import PROBE_PAIRS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
 
@@ -59,13 +60,13 @@ def assert_complete(run: CertificationRun) -> None:
         assert result.equivalence["reference_exact_match"] is not None
     throughput = stages["throughput"]
     assert set(throughput["levels"]) == {"1", "4"} and throughput["mode"] == "serving"  # the shared plan's levels
-    for level in throughput["levels"].values():  # Stein's 4 to 6 A B B A pairs, every figure from real streamed requests
+    for level in throughput["levels"].values():  # the plan's A B B A pairs, every figure from real streamed requests
         pairs, stopping = len(level["block_ratios"]), level["stopping"]
-        assert len(level["baseline"]["tokens_per_second_runs"]) == pairs and 4 <= pairs <= 6, stopping
-        assert (stopping["first_pairs"], stopping["most_pairs"]) == (4, 6) and stopping["reason"] in STOPPING_REASONS
-        if stopping["reason"] == MACHINE_LIMITED:  # the first stage only, kept out of the verdict
-            assert pairs == 4, stopping
+        assert (stopping["first_pairs"], stopping["most_pairs"]) == (PAIRS, PAIRS) and stopping["reason"] in STOPPING_REASONS
+        if stopping["reason"] == MACHINE_LIMITED:  # the probe only, kept out of the verdict
+            assert len(level["baseline"]["tokens_per_second_runs"]) == pairs == PROBE_PAIRS, stopping
         else:
+            assert len(level["baseline"]["tokens_per_second_runs"]) == pairs == PAIRS, stopping
             assert (stopping["reason"] == REACHED) == (stopping["half_width"] <= stopping["target_half_width"]), stopping
         low, high = level["speedup_interval"]
         assert low <= level["speedup"] <= high and min(level["block_ratios"]) > 0
@@ -73,7 +74,7 @@ def assert_complete(run: CertificationRun) -> None:
             latency = level[side]["latency_ms"]
             assert 0 < latency["ttft"]["p50"] <= latency["ttft"]["p99"] and latency["e2e"]["p50"] > latency["ttft"]["p50"]
             assert latency["tpot"]["p50"] > 0 and latency["itl"]["p95"] > 0 and level[side]["requests_per_second"] > 0
-    assert throughput["rate_point"]["request_rate"] > 0 and 4 <= len(throughput["rate_point"]["block_ratios"]) <= 6
+    assert throughput["rate_point"]["request_rate"] > 0 and len(throughput["rate_point"]["block_ratios"]) == PAIRS
     assert throughput["counters"]["agree"], throughput["counters"]  # the server's /metrics equal the offline counters
     assert throughput["load"]["wall_seconds"] > 0 and throughput["load"]["cpu_count"] >= 1
     assert throughput["servers"]["speculative_recipe"].startswith("vllm serve spechub-toy/llama-verifier --revision ")
