@@ -310,7 +310,8 @@ class CertifiedResults(TypedDict):
 
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
 BELOW_MARGIN = "faster, but not by the margin"
-# A level where the client and front ends, not the pair, set the pace: shown, never in a verdict or a break-even.
+# A level where the measuring machine (the benchmark client, or requests short of the concurrency asked), not the
+# pair, set the pace: shown, never in a verdict or a break-even.
 MACHINE_LIMITED = "limited by the measuring machine"
 REACHED, NOT_REACHED = "precision reached", "precision not reached at the most pairs"
 STOPPING_REASONS = (REACHED, NOT_REACHED, MACHINE_LIMITED)

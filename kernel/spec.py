@@ -86,8 +86,8 @@ GPU_LEVELS = (1, 2, 4, 8, 16, 32, 64)
 
 
 # The most paired blocks a level takes by default. The cap costs precision, never coverage (Stein's rule is
-# exact with it), so it is a budget: on the 2-core CPU class a block ratio's CV was 17-22 % (issue 24's bench),
-# where 12 pairs still leave about ±20 % and took 589 s a run; 6 pairs leave about ±28 % at half the cost.
+# exact with it), so it is a budget: on the 2-core CPU class a block ratio's CV at c=1 was 12-19 % (issue 24's
+# bench), where 12 pairs still left about ±20 % at 589 s a run, and 6 pairs ±15-25 % at 306-348 s.
 CPU_MOST_PAIRS = 6
 GPU_MOST_PAIRS = 12
 
