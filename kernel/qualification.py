@@ -21,6 +21,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
+from kernel.result import Power as Power
+from kernel.result import TwoTokenTest
+
 SCHEMA_VERSION = 1
 KIND = "spechub.engine-qualification"
 
@@ -32,27 +35,10 @@ INCONCLUSIVE: Outcome = "inconclusive"
 NOT_SUPPORTED: Outcome = "not-supported"
 
 
-class Power(TypedDict):
-    """What a test detects: any total variation ≥ tv over its bins, with this power, at this level."""
-
-    tv: float
-    power: float
-    alpha: float
-    samples_needed: int
-
-
-class Probe(TypedDict):
+class Probe(TwoTokenTest):
     """One prefix's test: its first two tokens, sampled `samples` times, against their exact joint distribution."""
 
     prefix: str
-    samples: int
-    bins: int
-    statistic: float
-    dof: int
-    p_value: float
-    observed_tv: float
-    power: Power
-    detectable_tv: float  # what the samples actually drawn detect with the stated power
 
 
 class Mode(TypedDict):

@@ -66,9 +66,32 @@ class ChiSquare(TypedDict):
     p_value: float
 
 
+class Power(TypedDict):
+    """What a test detects: any total variation ≥ tv over its bins, with this power, at this level."""
+
+    tv: float
+    power: float
+    alpha: float
+    samples_needed: int
+
+
+class TwoTokenTest(ChiSquare):
+    """The joint test of a prefix's first two tokens (workers/two_tokens.py), with the power it reached."""
+
+    observed_tv: float
+    power: Power
+    detectable_tv: float  # what the samples actually drawn detect with the stated power
+
+
 class SamplingTest(ChiSquare):
+    """A pair's own test on one prefix of the suite. Documents before the joint test (2026-12-03) tested the
+    second token given the modal first one, with no power stated: they carry given_first_token instead."""
+
     prefix: int
-    given_first_token: int
+    given_first_token: NotRequired[int]
+    observed_tv: NotRequired[float]
+    power: NotRequired[Power]
+    detectable_tv: NotRequired[float]
 
 
 class Rates(TypedDict):

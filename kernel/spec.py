@@ -73,7 +73,11 @@ class Thresholds:
     """What a certified pair must show; shown on the certificate."""
 
     greedy_exact_match: float = 1.0
-    sampling_alpha: float = 0.001
+    sampling_alpha: float = 0.001  # for all the sampling prefixes together (Bonferroni)
+    # The least total variation over the binned outcomes the sampling test must be able to detect, with this power:
+    # a test that could not reads "inconclusive", never "pass".
+    sampling_tv: float = 0.1
+    sampling_power: float = 0.99
     # A practical margin, not 1: a true 1.01x would otherwise be certified once its interval is narrow.
     min_speedup: float = 1.03
 
@@ -129,7 +133,7 @@ class Plan:
     enforce_eager: bool = True
     max_model_len: int = 512
     sampling_temperature: float = 1.0
-    sampling_samples: int = 600
+    sampling_samples: int = 0  # per prefix; 0: what the thresholds' power asks for (workers/two_tokens.py)
     sampling_prefixes: int = 2
     reference_check: bool = True
     thresholds: Thresholds = field(default_factory=Thresholds)

@@ -1,4 +1,5 @@
-"""Small interval arithmetic both sides share: Student t's quantile and the ratio between two runs' speeds."""
+"""Small statistics both sides share: Student t's quantile, the ratio between two runs' speeds, and χ² tails and power
+(the registry re-judges a stored sampling test's power with them)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,81 @@ def ratio_between(before: Sequence[float], after: Sequence[float]) -> tuple[floa
     dof = error**4 / sum(share**2 / (len(run) - 1) for share, run in zip(shares, logs, strict=True))
     half = t_975(max(1, math.floor(dof))) * error
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def chi_square_sf(statistic: float, dof: int) -> float:
+    """Return P(X ≥ statistic) for a chi-square variable with `dof` degrees of freedom."""
+    if statistic <= 0:
+        return 1.0
+    return _gamma_q(dof / 2, statistic / 2)
+
+
+def _gamma_q(a: float, x: float) -> float:
+    """Regularised upper incomplete gamma Q(a, x), by series below a+1 and a continued fraction above."""
+    log_prefix = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1 / a
+        n = a
+        while abs(term) > abs(total) * 1e-15:
+            n += 1
+            term *= x / n
+            total += term
+        return max(0.0, 1 - total * math.exp(log_prefix))
+    b, c, d = x + 1 - a, 1 / 1e-300, 1 / (x + 1 - a)
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = 1 / (an * d + b if abs(an * d + b) > 1e-300 else 1e-300)
+        c = an / c + b if abs(an / c + b) > 1e-300 else 1e-300
+        h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return min(1.0, math.exp(log_prefix) * h)
+
+
+def chi_square_critical(dof: int, alpha: float) -> float:
+    """Return c with P(X ≥ c) = alpha for a chi-square variable with `dof` degrees of freedom (by bisection)."""
+    low, high = 0.0, float(dof)
+    while chi_square_sf(high, dof) > alpha:
+        low, high = high, 2 * high + 1
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if chi_square_sf(middle, dof) > alpha else (low, middle)
+    return high
+
+
+def noncentral_chi_square_sf(statistic: float, dof: int, noncentrality: float) -> float:
+    """Return P(X ≥ statistic) for a noncentral chi-square: a Poisson(λ/2) mixture of central ones."""
+    half = noncentrality / 2
+    total, weight, j = 0.0, math.exp(-half), 0
+    while j < half + 40 * math.sqrt(half + 1) + 40:
+        total += weight * chi_square_sf(statistic, dof + 2 * j)
+        j += 1
+        weight *= half / j
+    return min(1.0, total)
+
+
+def power_noncentrality(dof: int, alpha: float, power: float) -> float:
+    """Return the smallest noncentrality at which Pearson's test at level `alpha` rejects with `power`."""
+    critical = chi_square_critical(dof, alpha)
+    low, high = 0.0, 1.0
+    while noncentral_chi_square_sf(critical, dof, high) < power:
+        low, high = high, 2 * high
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if noncentral_chi_square_sf(critical, dof, middle) < power else (low, middle)
+    return high
+
+
+# Pearson's statistic under a true distribution q has noncentrality n·χ²(q‖p), and by Cauchy-Schwarz
+# χ²(q‖p) ≥ (Σ|q - p|)² = 4·TV², so n samples detect every deviation of total variation δ or more
+# (over the test's bins) with the power that noncentrality 4·n·δ² gives.
+def samples_for_tv(tv: float, dof: int, alpha: float, power: float) -> int:
+    """Return the samples Pearson's test needs to detect a total variation ≥ `tv` with `power`."""
+    return math.ceil(power_noncentrality(dof, alpha, power) / (4 * tv * tv))
+
+
+def detectable_tv(samples: int, dof: int, alpha: float, power: float) -> float:
+    """Return the smallest total variation `samples` detect with `power` (the inverse of samples_for_tv)."""
+    return math.sqrt(power_noncentrality(dof, alpha, power) / (4 * samples)) if samples else 1.0

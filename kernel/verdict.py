@@ -6,7 +6,8 @@ engine build is qualified) call `judge_document` on the same figures, so they ca
 Properties:
 - acceptance: measured or not (a figure, not a pass mark);
 - greedy: pass or fail against the verifier alone on the same build (the pair's fault);
-- sampling: pass; fail (the pair's fault: the build's controls for its method pass);
+- sampling: pass (no rejection, and the power to detect the stated TV); inconclusive (no rejection,
+  short of that power); fail (the pair's fault: the build's controls for its method pass);
   not judgeable (the build fails its own control, or has none for the method); not run;
 - speed at concurrency 1: faster, no measurable difference or slower, by its interval.
 The label: failed when the pair fails greedy or sampling; certified when greedy and sampling
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from kernel import qualification as q
-from kernel import result
+from kernel import result, stats
 from kernel.spec import Thresholds
 
 PAIR, ENGINE = "pair", "engine"
@@ -86,16 +87,18 @@ def sampling(
 ) -> result.PropertyVerdict:
     if not tests:
         return _verdict("not-run", "the sampling test was not run")
+    level = thresholds.sampling_alpha / len(tests)  # Bonferroni over the prefixes
     p_value = min(t.get("p_value", 1.0) for t in tests)
-    cited = {"p_value": p_value, "qualification": q.reference(qualification) if qualification else None}
+    cited = {"p_value": p_value, "level": level, "qualification": q.reference(qualification) if qualification else None}
     failing = q.failing_controls(qualification, method) if qualification else []
     if failing:
         control = failing[0]
         return _verdict("not-judgeable", f"sampling not judgeable on this engine build (engine control fails: "
                         f"{control['name']}: {control['summary']})", ENGINE, control=control["name"], **cited)  # fmt: skip
-    if p_value >= thresholds.sampling_alpha:
-        return _verdict("pass", f"sampling keeps the verifier's distribution (p = {p_value:.2g})", **cited)
-    rejects = f"the sampling test rejects (p = {p_value:.1e} < {thresholds.sampling_alpha})"
+    if p_value >= level:
+        return _consistent(tests, p_value, level, thresholds, cited)
+    over = f"{thresholds.sampling_alpha} over {len(tests)} prefixes"
+    rejects = f"the sampling test rejects (p = {p_value:.1e} < {level:.2g}, the level {over})"
     if qualification is None:
         return _verdict("not-judgeable", f"{rejects}, but this engine build has no qualification to tell an "
                         "engine defect from the pair's", None, **cited)  # fmt: skip
@@ -103,6 +106,25 @@ def sampling(
         return _verdict("not-judgeable", f"{rejects}, but this engine build has no passing {method} control to tell an "
                         "engine defect from the pair's", None, **cited)  # fmt: skip
     return _verdict("fail", f"{rejects} while the build's {method} controls pass (the pair's fault)", PAIR, **cited)
+
+
+def _consistent(
+    tests: list[Mapping[str, Any]], p_value: float, level: float, thresholds: Thresholds, cited: dict[str, Any]
+) -> result.PropertyVerdict:
+    """No rejection: a pass only when every test could have detected the stated deviation (2 % slack for the bins)."""
+    reach = max(detectable_tv(t, level, thresholds.sampling_power) for t in tests)
+    said = f"a total variation over the binned outcomes ≥ {thresholds.sampling_tv} with power {thresholds.sampling_power}"
+    if reach > thresholds.sampling_tv * 1.02:
+        return _verdict("inconclusive", f"sampling consistent with the verifier's distribution (p = {p_value:.2g}), but "
+                        f"its samples detect only TV ≥ {reach:.2f}, not {said}", None, detectable_tv=reach, **cited)  # fmt: skip
+    return _verdict("pass", f"sampling keeps the verifier's distribution (p = {p_value:.2g}; would detect {said})",
+                    detectable_tv=reach, **cited)  # fmt: skip
+
+
+def detectable_tv(test: Mapping[str, Any], level: float, power: float) -> float:
+    """The test's own figure; documents before the joint test stated none: computed from its samples and bins."""
+    stated = test.get("detectable_tv")
+    return float(stated) if stated is not None else stats.detectable_tv(test.get("samples", 0), test.get("dof", 1), level, power)
 
 
 def speed(speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds) -> result.PropertyVerdict:

@@ -90,6 +90,7 @@ def measuring_plan(hardware: str = "cpu") -> Plan:
         thresholds=Thresholds(
             greedy_exact_match=settings.SPECHUB_THRESHOLD_EXACT_MATCH,
             sampling_alpha=settings.SPECHUB_THRESHOLD_SAMPLING_ALPHA,
+            sampling_tv=settings.SPECHUB_THRESHOLD_SAMPLING_TV,
             min_speedup=settings.SPECHUB_THRESHOLD_MIN_SPEEDUP,
         ),
     )

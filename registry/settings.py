@@ -218,6 +218,9 @@ SPECHUB_ENGINE_DTYPE = env_str("SPECHUB_ENGINE_DTYPE", "float32")
 # The verdict's thresholds, shown on every certificate.
 SPECHUB_THRESHOLD_EXACT_MATCH = env_float("SPECHUB_THRESHOLD_EXACT_MATCH", 1.0)
 SPECHUB_THRESHOLD_SAMPLING_ALPHA = env_float("SPECHUB_THRESHOLD_SAMPLING_ALPHA", 0.001)
+# The total variation (over the binned outcomes) a pair's sampling test must detect with power 0.99; the
+# sample count follows from it (about 1,500 per prefix at 0.1). A test short of it reads "inconclusive".
+SPECHUB_THRESHOLD_SAMPLING_TV = env_float("SPECHUB_THRESHOLD_SAMPLING_TV", 0.1)
 # The practical margin a certified gain must clear: the whole interval at c=1 above it (1.0 would certify 1.01x).
 SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.03)
 # The catalog that fills itself (registry/services/imports.py): repos and a Hub collection to follow, the

