@@ -98,7 +98,11 @@ def bare_vllm(bench: certification.Workbench) -> float:
         llm.generate([TokensPrompt(prompt_token_ids=p) for p in batch], greedy, use_tqdm=False)
     plan = bench.spec.plan
     for prefix in certification.sampling_prefixes(bench):
-        params = SamplingParams(temperature=plan.sampling_temperature, max_tokens=2, n=plan.sampling_samples)
+        params = SamplingParams(
+            temperature=plan.sampling_temperature,
+            max_tokens=2,
+            n=plan.sampling_samples or certification.sampling_power(bench)["samples_needed"],
+        )
         llm.generate([TokensPrompt(prompt_token_ids=prefix)], params, use_tqdm=False)
     llm.llm_engine.engine_core.shutdown()
     return time.perf_counter() - started

@@ -166,7 +166,8 @@ class ServedCounters(TypedDict):
 
 class Throughput(TypedDict):
     levels: dict[str, Level]
-    break_even_concurrency: float | None
+    # The crossing of point estimates, with no interval: documents before 2026-12-03 carry it; nothing reads it.
+    break_even_concurrency: NotRequired[float | None]
     theoretical_bound: float | None
     per_category_speedup: dict[str, float]
     mode: str  # "serving"; "offline" for version-2 documents
@@ -308,7 +309,8 @@ class Summary(TypedDict):
     mean_acceptance_length: float | None
     speedup: dict[str, float]
     per_category_speedup: dict[str, float]
-    break_even_concurrency: float | None
+    faster_up_to: int | None  # break_even_bounds: the fixed sequence upward from c=1
+    slower_from: int | None
     engine_build: str
 
 
@@ -336,6 +338,8 @@ BELOW_MARGIN = "faster, but not by the margin"
 # A level where the measuring machine (the benchmark client, or requests short of the concurrency asked), not the
 # pair, set the pace: shown, never in a verdict or a break-even.
 MACHINE_LIMITED = "limited by the measuring machine"
+# Its own interval excludes 1, but a level before it in the fixed sequence did not show the same (in_sequence).
+NOT_IN_SEQUENCE = "not claimed: an earlier level in the sequence was not"
 REACHED, NOT_REACHED = "precision reached", "precision not reached at the most pairs"
 STOPPING_REASONS = (REACHED, NOT_REACHED, MACHINE_LIMITED)
 
@@ -349,6 +353,14 @@ class SpeedAtLevel(TypedDict):
     speculative_tokens_per_second: float | None
     pairs: int  # the paired blocks the interval rests on (0: measured offline, version 2)
     stopping: str | None  # why the level stopped at that many (None: an older run's fixed count)
+    dof: int  # the interval's t degrees of freedom: Stein's first stage less one, else the pairs less one
+
+
+def interval_dof(figures: Level) -> int:
+    stopping = figures.get("stopping")
+    if stopping and stopping["reason"] != MACHINE_LIMITED:
+        return max(1, stopping["first_pairs"] - 1)
+    return max(1, len(figures.get("block_ratios") or []) - 1)
 
 
 def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> str:
@@ -384,13 +396,16 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
                 "concurrency": int(level),
                 "speedup": figures["speedup"],
                 "interval": interval,
-                "supports": MACHINE_LIMITED if limited(figures) else speed_label(interval),
+                "supports": MACHINE_LIMITED if limited(figures) else speed_label(interval),  # in sequence below
                 "baseline_tokens_per_second": baseline.get("tokens_per_second"),
                 "speculative_tokens_per_second": speculative.get("tokens_per_second"),
                 "pairs": len(figures.get("block_ratios") or []),
                 "stopping": figures["stopping"]["reason"] if "stopping" in figures else None,
+                "dof": interval_dof(figures),
             }
         )
+    for row, supports in zip(rows, in_sequence([row["supports"] for row in rows]), strict=True):
+        row["supports"] = supports
     return rows
 
 
@@ -487,14 +502,30 @@ def measurement(document: ResultDocument | None) -> Measurement | None:
 
 
 def break_even_bounds(document: ResultDocument | None) -> tuple[int | None, int | None]:
-    """Return (the highest level measurably faster, the lowest level measurably slower).
+    """Return (faster up to this level, slower from this level), each by the fixed sequence in_sequence() keeps.
 
-    Break-even lies between them; levels whose interval straddles 1 are neither.
+    Break-even lies between them; levels whose interval straddles 1 are neither. With five levels labelled
+    each on its own interval, some level read "faster" for a pair no faster anywhere 11.9 % of the time.
     """
     rows = speed_by_level(document)
     faster = [row["concurrency"] for row in rows if row["supports"] == FASTER]
     slower = [row["concurrency"] for row in rows if row["supports"] == SLOWER]
     return (max(faster) if faster else None, min(slower) if slower else None)
+
+
+def in_sequence(labels: Sequence[str]) -> list[str]:
+    """Fixed-sequence testing over the levels, lowest first: "faster" is claimed upward from the lowest level until
+    the first that is not faster, "slower" downward from the highest until the first that is not slower. Each claim
+    is a one-sided test at 2.5 %, and a sequence that stops at its first non-rejection keeps the family's error at
+    2.5 % per direction however many levels there are. A level outside its run claims neither."""
+    kept = list(labels)
+    for order, claim in ((range(len(kept)), FASTER), (range(len(kept) - 1, -1, -1), SLOWER)):
+        running = True
+        for i in order:
+            running = running and kept[i] == claim
+            if kept[i] == claim and not running:
+                kept[i] = NOT_IN_SEQUENCE
+    return kept
 
 
 class UnreadableResult(ValueError):
@@ -637,12 +668,14 @@ def summary(document: ResultDocument | None) -> Summary | None:
     if document is None or not document["stages"]:
         return None
     measured, accepted, judged = throughput(document), acceptance(document), verdict(document)
+    faster, slower = break_even_bounds(document)
     return {
         "verdict": judged["verdict"] if judged else None,
         "mean_acceptance_length": accepted["mean_acceptance_length"] if accepted else None,
         "speedup": speedups(document),
         "per_category_speedup": measured.get("per_category_speedup", {}) if measured else {},
-        "break_even_concurrency": measured.get("break_even_concurrency") if measured else None,
+        "faster_up_to": faster,
+        "slower_from": slower,
         "engine_build": engine_build(document),
     }
 

@@ -88,10 +88,11 @@ def speedup_lines(
     *,
     title: str,
     bound: float | None,
-    break_even: float | None,
     intervals: Sequence[Sequence[float] | None] = (),
 ) -> SafeString:
-    """Return speedup against concurrency (log2 x), with y = 1, the acceptance bound, the break-even and the interval band."""
+    """Return speedup against concurrency (log2 x), with y = 1, the acceptance bound and the interval band.
+
+    No break-even line: the crossing of point estimates has no interval (the page states the bounds instead)."""
     if not levels:
         return mark_safe("")
     highs = [pair[1] for pair in intervals if pair]
@@ -105,13 +106,12 @@ def speedup_lines(
             return frame.left + frame.width / 2
         return frame.left + frame.width * (math.log2(level) - low) / (high - low)
 
-    parts = [_head(title, _describe(levels, series, bound, break_even))]
+    parts = [_head(title, _describe(levels, series, bound))]
     parts += _y_axis(frame, ticks, top, f"speedup ({TIMES})", fmt="{:g}" + TIMES)
     parts += [_x_tick(x(level), frame, str(level)) for level in levels]
     parts.append(_x_title(frame, "concurrent requests (log scale)"))
     parts += _band(levels, intervals, x, lambda v: frame.y(v, top))
-    in_range = break_even is not None and min(levels) <= break_even <= max(levels)
-    lines, labels = _references(frame, top, bound, x(break_even) if break_even is not None and in_range else None, break_even)
+    lines, labels = _references(frame, top, bound)
     parts += lines
     for name, values in series.items():
         parts += _line(name, levels, values, x, lambda v: frame.y(v, top))
@@ -121,10 +121,8 @@ def speedup_lines(
     return _svg(parts, title, "speedup")
 
 
-def _references(
-    frame: Frame, top: float, bound: float | None, break_even_x: float | None, break_even: float | None
-) -> tuple[list[SafeString], list[SafeString]]:
-    """Return the reference lines (no gain, the acceptance bound, the break-even) and their labels."""
+def _references(frame: Frame, top: float, bound: float | None) -> tuple[list[SafeString], list[SafeString]]:
+    """Return the reference lines (no gain, the acceptance bound) and their labels."""
     even = frame.y(1.0, top)
     lines = [_hline(frame, even, "even")]
     # Below the line at the left: speedup at low concurrency is usually above 1, so that corner is free.
@@ -132,14 +130,6 @@ def _references(
     if bound is not None:
         lines.append(_hline(frame, frame.y(bound, top), "bound"))
         labels.append(_label(frame.right - 4, frame.y(bound, top) - 6, "bound", f"bound {bound:.2f}{TIMES} from acceptance"))
-    if break_even_x is not None and break_even is not None:
-        lines.append(
-            format_html(
-                '<line class="break-even" x1="{0}" x2="{0}" y1="{1}" y2="{2}"><title>break-even at {3}</title></line>',
-                _n(break_even_x), frame.top, frame.bottom, f"{break_even:.1f}",
-            )
-        )  # fmt: skip
-        labels.append(_label(break_even_x - 5, frame.bottom - 8, "break-even-label", f"break-even c≈{break_even:.1f}"))
     return lines, labels
 
 
@@ -212,12 +202,11 @@ def nice_ticks(largest: float, most: int = 5) -> list[float]:
     return [0.0, largest]
 
 
-def _describe(levels: Sequence[int], series: dict[str, Sequence[float]], bound: float | None, break_even: float | None) -> str:
+def _describe(levels: Sequence[int], series: dict[str, Sequence[float]], bound: float | None) -> str:
     lines = [
         f"{name}: " + ", ".join(f"c={c} {v:.2f}x" for c, v in zip(levels, values, strict=True)) for name, values in series.items()
     ]
     lines.append(f"bound {bound:.2f}x" if bound is not None else "no bound")
-    lines.append(f"break-even at concurrency {break_even:.1f}" if break_even is not None else "no break-even in range")
     return "; ".join(lines)
 
 

@@ -224,7 +224,7 @@ def _verdict(summary: RunSummary) -> dict[str, Any]:
 
 EXPORT_COLUMNS = [
     "pair", "verifier", "verifier_sha", "draft", "draft_sha", "method", "k", "compatible",
-    "run", "hardware", "vllm", "verdict", "mean_acceptance_length", "speedup_c1", "break_even_concurrency",
+    "run", "hardware", "vllm", "verdict", "mean_acceptance_length", "speedup_c1", "faster_up_to", "slower_from",
 ]  # fmt: skip
 
 
@@ -250,7 +250,8 @@ def export_rows() -> list[dict[str, Any]]:
                 "verdict": headline.get("verdict"),
                 "mean_acceptance_length": headline.get("mean_acceptance_length"),
                 "speedup_c1": headline.get("speedup", {}).get("1"),
-                "break_even_concurrency": headline.get("break_even_concurrency"),
+                "faster_up_to": headline.get("faster_up_to"),
+                "slower_from": headline.get("slower_from"),
             }
         )
     return rows

@@ -81,7 +81,6 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
             {"speedup": page["speedups"]},
             title="Speedup against concurrency",
             bound=throughput.get("theoretical_bound"),
-            break_even=throughput.get("break_even_concurrency"),
             intervals=[figures[str(level)].get("speedup_interval") for level in page["levels"]],
         ),
         "workload_al_chart": charts.hbars(

@@ -7,14 +7,13 @@ workload is a 404, never a 403 that would confirm it exists.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from typing import Any, TypedDict
 
 from django.db.models import QuerySet
 from django.http import Http404
 
-from kernel import result
+from kernel import result, stats
 from kernel import workloads as kw
 from registry.charts import TIMES
 from registry.models import CertificationRun, HubModel, Pair, Role, Workload
@@ -77,8 +76,7 @@ class AtConcurrency(TypedDict):
     speedup: float
     interval: list[float]
     supports: str
-    interpolated: bool  # between two measured levels
-    measured_levels: list[int]
+    dof: int
 
 
 class Candidate(TypedDict):
@@ -93,15 +91,23 @@ class Candidate(TypedDict):
     public: dict[str, Any] | None
 
 
-def workload_report(*, workload: Workload, concurrency: int) -> dict[str, Any]:
-    """The comparison page's data: each candidate's latest finished run on the workload, and the recommendation."""
+def workload_report(*, workload: Workload, concurrency: int, hardware: str | None = None) -> dict[str, Any]:
+    """The comparison page's data: each candidate's latest finished run on the workload, on one hardware class
+    (the newest run's unless asked: a CPU run and an H100 run do not compare), and the recommendation."""
     runs = workload.runs.select_related("pair__draft", "pair__verifier").order_by("-created_at", "-id")
+    finished = runs.filter(state=RunState.FINISHED)
+    classes = list(dict.fromkeys(finished.values_list("hardware", flat=True)))
+    hardware = hardware if hardware in classes else (classes[0] if classes else hardware)
     latest: dict[int, CertificationRun] = {}
-    for run in runs.filter(state=RunState.FINISHED):
+    for run in finished.filter(hardware=hardware):
         latest.setdefault(run.pair_id, run)
     candidates = [_candidate(run, concurrency) for run in latest.values()]
     candidates.sort(key=lambda c: -(c["at"]["speedup"] if c["at"] else 0.0))
+    measured = sorted({row["concurrency"] for c in candidates for row in c["speed"] if row["interval"]})
     return {
+        "hardware": hardware,
+        "hardware_measured": classes,
+        "measured_levels": measured,
         "candidates": candidates,
         "going": list(
             runs.exclude(state__in=[RunState.FINISHED, RunState.CANCELLED, RunState.FAILED_USER, RunState.FAILED_INFRA])
@@ -141,51 +147,31 @@ def _public_figures(pair: Pair, hardware: str) -> dict[str, Any] | None:
 
 
 def at_concurrency(speed: list[result.SpeedAtLevel], concurrency: int) -> AtConcurrency | None:
-    """The speedup and interval at `concurrency`: measured, or interpolated in log-log between the two nearest levels.
+    """The speedup and interval measured at `concurrency`; None where that level was not measured.
 
-    Outside the measured range nothing is extrapolated: the nearest level stands, and says so by its level.
+    Nothing is interpolated or extrapolated: a blend of two levels' interval ends is not a confidence
+    interval, and the nearest level is not the level asked for.
     """
-    rows = [row for row in speed if row["interval"]]
-    if not rows:
+    row = next((row for row in speed if row["concurrency"] == concurrency and row["interval"]), None)
+    if row is None:
         return None
-    levels = [row["concurrency"] for row in rows]
-    below = [row for row in rows if row["concurrency"] <= concurrency]
-    above = [row for row in rows if row["concurrency"] >= concurrency]
-    if not below or not above:
-        nearest = (above or below)[0] if not below else below[-1]
-        return _at(nearest["concurrency"], nearest["speedup"], nearest["interval"], levels, interpolated=False)
-    low, high = below[-1], above[0]
-    if low["concurrency"] == high["concurrency"]:
-        return _at(concurrency, low["speedup"], low["interval"], levels, interpolated=False)
-    share = math.log(concurrency / low["concurrency"]) / math.log(high["concurrency"] / low["concurrency"])
-
-    def blend(a: float, b: float) -> float:
-        return math.exp(math.log(a) + share * (math.log(b) - math.log(a)))
-
-    interval = [blend(low["interval"][0], high["interval"][0]), blend(low["interval"][1], high["interval"][1])]
-    return _at(concurrency, blend(low["speedup"], high["speedup"]), interval, levels, interpolated=True)
-
-
-def _at(concurrency: int, speedup: float, interval: list[float], levels: list[int], *, interpolated: bool) -> AtConcurrency:
-    return {
-        "concurrency": concurrency,
-        "speedup": speedup,
-        "interval": interval,
-        "supports": result.speed_label(interval),
-        "interpolated": interpolated,
-        "measured_levels": levels,
-    }
+    return {"concurrency": concurrency, "speedup": row["speedup"], "interval": row["interval"], "supports": row["supports"],
+            "dof": row["dof"]}  # fmt: skip
 
 
 def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] | None:
     """The best draft for this traffic at `concurrency`, with the reason and the uncertainty; None when nothing ran.
 
-    Only drafts whose outputs were not found to differ by their own fault are eligible. A draft is recommended
-    only when its interval lies above 1; a runner-up whose interval overlaps the best one's is named as a tie.
+    Only drafts whose outputs were not found to differ by their own fault are eligible. The best is picked by its
+    point estimate among K eligible drafts, so its interval is widened to hold for all K at once (Bonferroni,
+    each at 1 - 0.05/K): with K drafts and no real gain, the plain intervals recommended one up to K times 2.5 % of the
+    time. A runner-up whose interval overlaps the best one's is named as a tie.
     """
+    if not candidates:
+        return None
     measured = [c for c in candidates if c["at"] is not None]
     if not measured:
-        return None
+        return {"choice": None, "reason": f"No draft was measured at concurrency {concurrency}. Pick a measured level."}
     eligible = [c for c in measured if c["equivalent"]]
     if not eligible:
         return {
@@ -195,9 +181,10 @@ def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] |
     best = max(eligible, key=lambda c: c["at"]["speedup"] if c["at"] else 0.0)
     at = best["at"]
     assert at is not None
-    where = f"{'interpolated at' if at['interpolated'] else 'at'} concurrency {at['concurrency']}"
-    figure = f"{at['speedup']:.2f}{TIMES} [{at['interval'][0]:.2f}, {at['interval'][1]:.2f}] {where}"
-    if at["supports"] != result.FASTER:
+    family = stats.widened(at["interval"], at["dof"], len(eligible))
+    held = f"{'the interval' if len(eligible) == 1 else f'the interval for {len(eligible)} drafts at once'}"
+    figure = f"{at['speedup']:.2f}{TIMES} [{family[0]:.2f}, {family[1]:.2f}] at concurrency {concurrency} ({held})"
+    if family[0] <= 1:
         reason = (f"No draft measurably speeds up this traffic: the best, {draft_name(best)}, is {figure}, "
                   "an interval that does not lie above 1. Serve the verifier alone.")  # fmt: skip
         return {"choice": None, "best": best, "reason": reason}
@@ -209,7 +196,18 @@ def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] |
         if acceptance and acceptance["mean_acceptance_length"]
         else ""
     )
-    return {"choice": best, "reason": f"{draft_name(best)}: {figure}{al}, outputs equal to the verifier's.{tie}"}
+    return {"choice": best, "reason": f"{draft_name(best)}: {figure}{al}; {outputs(best)}.{tie}"}
+
+
+def outputs(candidate: Candidate) -> str:
+    """What the equivalence tests said, greedy and sampling apart: 'equal' only where a test showed it."""
+    said = {row["title"]: row for row in candidate["properties"]}
+    greedy, sampling = said.get("greedy equivalence"), said.get("sampling equivalence")
+    greedy_text = "greedy outputs equal to the verifier's" if greedy and greedy["outcome"] == "pass" else (
+        f"greedy outputs {greedy['outcome'] if greedy else 'not judged'}")  # fmt: skip
+    sampling_text = "sampling keeps its distribution" if sampling and sampling["outcome"] == "pass" else (
+        f"sampling {sampling['outcome'] if sampling else 'not judged'}")  # fmt: skip
+    return f"{greedy_text}, {sampling_text}"
 
 
 def draft_name(candidate: Candidate) -> str:

@@ -91,7 +91,7 @@ def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if not error:
             return redirect("workload", pk=workload.pk)
     concurrency = _concurrency(request.GET.get("concurrency"))
-    report = workload_report(workload=workload, concurrency=concurrency)
+    report = workload_report(workload=workload, concurrency=concurrency, hardware=request.GET.get("hardware"))
     context = {
         "workload": workload,
         "measured": sample_line(workload),
@@ -131,9 +131,7 @@ def _charts(report: dict[str, Any]) -> dict[str, SafeString]:
     same_levels = [c for c in candidates if [row["concurrency"] for row in c["speed"]] == levels]
     series: dict[str, Sequence[float]] = {draft_name(c): [row["speedup"] for row in c["speed"]] for c in same_levels}
     return {
-        "speedup_chart": charts.speedup_lines(
-            levels, series, title="Speedup on your traffic against concurrency", bound=None, break_even=None
-        ),
+        "speedup_chart": charts.speedup_lines(levels, series, title="Speedup on your traffic against concurrency", bound=None),
         "acceptance_chart": charts.hbars(
             [c["acceptance"]["mean_acceptance_length"] if c["acceptance"] else None for c in candidates],
             names,

@@ -216,7 +216,7 @@ def compare(client: Client, args: argparse.Namespace) -> int:
     for row in report["candidates"]:
         at, al = row["at_concurrency"], (row["acceptance"] or {}).get("mean_acceptance_length")
         speed = f"{at['speedup']:.2f}x [{at['interval'][0]:.2f}, {at['interval'][1]:.2f}]" if at else "not measured"
-        outputs = "equal outputs" if row["equivalent"] else "OUTPUTS DIFFER"
+        outputs = "no output difference found" if row["equivalent"] else "OUTPUTS DIFFER"
         print(f"  {row['draft']:<40} AL {al or 0:.2f}  speedup {speed}  {outputs}")
     recommendation = report["recommendation"]
     print(recommendation["reason"] if recommendation else "nothing measured on this workload yet")

@@ -304,11 +304,8 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
         bench.smoke_request_seconds = time.perf_counter() - began
     al = metrics.acceptance(_total(measured(bench)[1]))["mean_acceptance_length"]
-    # Levels the measuring machine paced say nothing about where the pair stops paying.
-    speedups = {int(level): float(figures["speedup"]) for level, figures in levels.items() if not result.limited(figures)}
     return {
         "levels": levels,
-        "break_even_concurrency": metrics.break_even(speedups),
         # With a free draft, each verifier step yields AL tokens: no speedup can exceed it.
         "theoretical_bound": al,
         "per_category_speedup": per_category,

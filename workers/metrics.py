@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import statistics
 from collections import Counter
@@ -103,7 +102,7 @@ def monte_carlo_p(statistic: float, probs: tuple[float, ...], n: int, alpha: flo
     return min(1.0, (1 + at_least + 3.1 * math.sqrt(at_least + 1)) / (1 + null.size))
 
 
-NULL_DRAWS_PER_ALPHA = 200  # about 200 null draws beyond the critical value, so the bound above costs ~20 % of α
+NULL_DRAWS_PER_ALPHA = 200  # about 200 null draws beyond the critical value, so the bound above costs ~20 % of the level
 
 
 @functools.lru_cache(maxsize=64)
@@ -176,21 +175,6 @@ def paired_ratio(ratios: Sequence[float]) -> tuple[float, float, float]:
     centre = statistics.fmean(logs)
     half = t_975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
-
-
-def break_even(speedups: dict[int, float]) -> float | None:
-    """Return the concurrency where speedup crosses 1, interpolated on a log scale; None if it never does.
-
-    If speculation never wins, the break-even is the lowest level measured.
-    """
-    levels = sorted(speedups)
-    if speedups[levels[0]] <= 1:
-        return float(levels[0])
-    for low, high in itertools.pairwise(levels):
-        if speedups[high] <= 1 < speedups[low]:
-            fraction = (speedups[low] - 1) / (speedups[low] - speedups[high])
-            return math.exp(math.log(low) + fraction * (math.log(high) - math.log(low)))
-    return None
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:

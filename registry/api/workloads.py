@@ -136,7 +136,11 @@ class WorkloadReport(APIView):
     @extend_schema(responses=dict[str, Any])
     def get(self, request: Request, pk: int) -> Response:
         workload = workload_for(user=request.user, pk=pk)
-        report = workload_report(workload=workload, concurrency=_concurrency(request.query_params.get("concurrency")))
+        concurrency, hardware = _concurrency(request.query_params.get("concurrency")), request.query_params.get("hardware")
+        report = workload_report(workload=workload, concurrency=concurrency, hardware=hardware)
+        if hardware and report["hardware"] != hardware:
+            raise DRFValidationError({"hardware": f"No finished run on {hardware!r} for this workload; measured on "
+                                                  f"{report['hardware_measured'] or 'nothing yet'}."})  # fmt: skip
         return Response(report_json(workload, report))
 
 
@@ -155,6 +159,8 @@ def report_json(workload: Workload, report: dict[str, Any]) -> dict[str, Any]:
     return {
         "workload": WorkloadOut(workload).data,
         "concurrency": report["concurrency"],
+        "hardware": report["hardware"],
+        "measured_levels": report["measured_levels"],
         "candidates": [_candidate_json(c) for c in report["candidates"]],
         "running": [run.pk for run in report["going"]],
         "recommendation": recommendation

@@ -73,9 +73,10 @@ def test_upload_a_thousand_requests_certify_two_drafts_with_injected_stages_and_
         for run in runs:
             assert certify.apply(args=(run.pk,)).result == "finished"
 
-    page.goto(page.url.split("?")[0] + "?concurrency=2")
+    page.goto(page.url.split("?")[0] + "?concurrency=1")
     assert "Use spechub-toy/llama-draft-1l." in page.locator(".recommendation").inner_text()
-    assert "interpolated at concurrency 2" in page.locator(".recommendation").inner_text()
+    assert "at concurrency 1 (the interval for 2 drafts at once)" in page.locator(".recommendation").inner_text()
+    assert page.locator("select#c option").all_inner_texts() == ["1", "4"]  # measured levels only
     assert page.locator("table.comparison tbody tr").count() == 2
     assert page.locator("svg.chart[data-chart=workload-candidates] rect.hbar").count() == 2
     problems = look_at(page, "workload", "phone", screenshots)

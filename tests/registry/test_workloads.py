@@ -177,16 +177,23 @@ def test_two_drafts_certified_on_a_workload_with_injected_stages_are_compared_an
     workload, runs = measured
     assert {run.state for run in CertificationRun.objects.filter(pk__in=[r.pk for r in runs])} == {RunState.FINISHED}
     assert not any((tmp_path / "workloads").iterdir())  # the prompts left the worker's disk with the run
-    report = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=2").json()
-    assert len(report["candidates"]) == 2
+    report = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
+    assert len(report["candidates"]) == 2 and report["measured_levels"] == [1, 4] and report["hardware"] == "cpu"
     best = report["recommendation"]
-    assert best["pair"] == pairs[0].pk and "interpolated at concurrency 2" in best["reason"]
+    assert best["pair"] == pairs[0].pk and "at concurrency 1 (the interval for 2 drafts at once)" in best["reason"]
+    assert "greedy outputs equal to the verifier's, sampling keeps its distribution" in best["reason"]
     first = report["candidates"][0]
-    assert first["at_concurrency"]["interpolated"] and 1.2 < first["at_concurrency"]["speedup"] < 1.6
+    assert first["at_concurrency"]["speedup"] == 1.6 and first["at_concurrency"]["interval"] == [1.4, 1.8]
     assert first["acceptance"]["mean_acceptance_length"] == 3.4 and first["equivalent"]
     assert report["candidates"][1]["at_concurrency"]["supports"] != "faster"
-    at_one = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
-    assert "at concurrency 1" in at_one["recommendation"]["reason"] and "interpolated" not in at_one["recommendation"]["reason"]
+    between = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=2").json()
+    assert all(c["at_concurrency"] is None for c in between["candidates"])  # nothing interpolated
+    assert (
+        between["recommendation"]["pair"] is None
+        and "No draft was measured at concurrency 2" in between["recommendation"]["reason"]
+    )
+    elsewhere = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?hardware=h100")
+    assert elsewhere.status_code == 400 and "No finished run on 'h100'" in elsewhere.json()["error"]["message"]
 
 
 def test_runs_on_a_private_workload_stay_out_of_the_catalog_and_certificates_carry_only_the_hash(measured, pairs):

@@ -189,7 +189,7 @@ def _verdict_on_the_workload(spec: RunSpec, document: ResultDocument) -> dict[st
     stages = {
         "speculative": {"acceptance": measured["acceptance"]},
         "equivalence": {"greedy": {"custom": {"exact_match": 1.0, "prompts": measured["prompts"], "divergences": []}},
-                        "sampling": [{"p_value": 0.4}]},
+                        "sampling": [{"p_value": 0.4, "samples": 1600, "dof": 15, "detectable_tv": 0.098}]},
         "throughput": {"levels": measured["levels"]},
     }  # fmt: skip
     level, reasons, properties = judge_document(stages, method=spec.method, thresholds=spec.plan.thresholds, qualification=None)

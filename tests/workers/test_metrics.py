@@ -72,13 +72,6 @@ def test_rare_tokens_are_pooled_so_every_bin_expects_enough():
     assert found["bins"] == 2 and found["samples"] == 100
 
 
-def test_break_even_interpolates_where_speedup_crosses_one():
-    assert metrics.break_even({1: 2.0, 2: 1.5, 4: 1.0, 8: 0.8}) == pytest.approx(4.0)
-    assert 2 < (metrics.break_even({1: 2.0, 2: 1.5, 4: 0.5}) or 0) < 4
-    assert metrics.break_even({1: 1.5, 16: 1.2}) is None
-    assert metrics.break_even({1: 0.9, 2: 0.7}) == 1.0
-
-
 def test_percentiles_interpolate():
     assert metrics.percentile([1, 2, 3, 4], 50) == 2.5
     assert metrics.percentile([], 50) is None

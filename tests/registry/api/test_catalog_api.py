@@ -32,7 +32,6 @@ def document(verdict: str, speedups: dict[int, float], per_category: dict[str, f
             "throughput": {
                 "levels": {str(c): {"speedup": s} for c, s in speedups.items()},
                 "per_category_speedup": per_category,
-                "break_even_concurrency": None,
             },
             "verdict": {"verdict": verdict, "reasons": []},
         },
