@@ -201,7 +201,8 @@ def compatibility_matrix() -> dict[str, Any]:
 def recommendations(*, verifier: str, hardware: str, concurrency: int, workload: str = "") -> list[dict[str, Any]]:
     """Rank the verifier's certified-or-measured pairs on `hardware` by speedup at `concurrency` (and workload).
 
-    A per-workload speedup exists at concurrency 1 only; other levels use the suite-wide figure.
+    A per-workload speedup exists at concurrency 1 only; other levels use the suite-wide figure. A per-workload
+    figure rests on one or two prompts per block and has no interval: its row says "indicative".
     """
     ranked = []
     for pair in pairs_list().filter(verifier__repo_id=verifier):
@@ -214,7 +215,9 @@ def recommendations(*, verifier: str, hardware: str, concurrency: int, workload:
             speedup = summary["speedup"].get(str(concurrency))
         if speedup is not None:
             draft = pair.draft.repo_id if pair.draft else pair.method
-            ranked.append({"pair": pair.pk, "draft": draft, "method": pair.method, "speedup": speedup, **_verdict(summary)})
+            indicative = bool(workload and concurrency == 1)
+            ranked.append({"pair": pair.pk, "draft": draft, "method": pair.method, "speedup": speedup, "indicative": indicative,
+                           **_verdict(summary)})  # fmt: skip
     return sorted(ranked, key=lambda r: (r["verdict"] != "certified", -r["speedup"]))
 
 

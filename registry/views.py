@@ -74,7 +74,7 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
     labels = [result.category for result in results]
     return {
         "acceptance_chart": charts.bars(
-            positions, [f"#{i + 1}" for i in range(len(positions))], title="Acceptance rate per draft position"
+            positions, [f"#{i + 1}" for i in range(len(positions))], title="Drafts accepted through each position (cumulative)"
         ),
         "speedup_chart": charts.speedup_lines(
             page["levels"],
@@ -93,8 +93,8 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
         "workload_speedup_chart": charts.hbars(
             [result.speedup for result in results],
             labels,
-            title="Speedup at concurrency 1 per workload",
-            x_label="speedup at concurrency 1",
+            title="Speedup at concurrency 1 per workload (indicative: no interval)",
+            x_label="speedup at concurrency 1, indicative",
             reference=1.0,
             unit=charts.TIMES,
             name="workload-speedup",

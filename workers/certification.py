@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import platform
+import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,8 @@ from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
 from workers.workloads import Suite, load_suite, tokenize
 
 Tick = Callable[[int], None]
+# A block's interval is conditional on its prompts: one per category left a workload without categories two.
+MIN_BLOCK_PROMPTS = 8
 Outputs = dict[str, list[list[int]]]  # token ids per prompt, by category (or by sampling prefix)
 
 
@@ -193,10 +196,14 @@ def _sampling(engine: Engine, bench: Workbench) -> Outputs:
 
 
 def sweep_order(bench: Workbench) -> list[int]:
-    """The prompts speed is timed on: round-robin over the categories, so each block mixes them."""
+    """The prompts speed is timed on: drawn at random within each category (the plan's seed, recorded with the run),
+    then round-robin over the categories, so each block mixes them."""
     by_category: dict[str, list[int]] = {}
     for index, category in enumerate(bench.categories):
         by_category.setdefault(category, []).append(index)
+    draw = random.Random(bench.spec.plan.seed)  # noqa: S311  # a reproducible sample, not a secret
+    for indices in by_category.values():
+        draw.shuffle(indices)
     rounds = itertools.zip_longest(*by_category.values())
     return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
 
@@ -327,7 +334,7 @@ def _timed(
     levels: dict[str, result.Level] = {}
     per_category: dict[str, float] = {}
     for number, concurrency in enumerate(plan.concurrency):
-        count = min(len(order), max(2 * concurrency, categories))
+        count = min(len(order), max(2 * concurrency, categories, MIN_BLOCK_PROMPTS))
         prompts = [bench.prompts[i] for i in order[:count]]
 
         def block(

@@ -48,29 +48,55 @@ def qualification_record(*, document: Mapping[str, Any]) -> EngineQualification:
 
 
 def runs_rejudge(*, record: q.Record) -> list[CertificationRun]:
-    """Judge every finished run on the record's build, hardware and dtype again; return those whose verdict changed.
-
-    A changed verdict updates the run's document, its pair's listing when it is the latest run,
-    and its certificate, signed again to cite the qualification.
-    """
+    """Judge every finished run on the record's build, hardware and dtype again; return those whose verdict changed."""
     finished = CertificationRun.objects.filter(
         state=RunState.FINISHED, engine=record["engine"], engine_version=record["engine_build"], hardware=record["hardware"]
     ).select_related("pair")
     changed = []
     for run in finished:
         document = run_document(run)
-        if document is None or _dtype(document) != record["dtype"]:
+        if (
+            document is not None
+            and _dtype(document) == record["dtype"]
+            and _verdict_apply(run, document, rejudge(document, record))
+        ):
+            changed.append(run)
+    return changed
+
+
+def runs_rejudge_all() -> list[CertificationRun]:
+    """Judge every finished run again under the rules this code holds (each with its build's qualification, if any);
+    return those whose verdict changed. After an upgrade that changes a rule (`manage.py rejudge`)."""
+    changed = []
+    for run in CertificationRun.objects.filter(state=RunState.FINISHED).select_related("pair").order_by("pk"):
+        document = run_document(run)
+        if document is None:
             continue
-        judged = rejudge(document, record)
-        if result.verdict(judged) == result.verdict(document):
-            continue
+        judged = rejudge(document, _qualification_of(run, document))
+        if _outcomes(judged) != _outcomes(document) and _verdict_apply(run, document, judged):
+            changed.append(run)
+    return changed
+
+
+def _outcomes(document: result.ResultDocument) -> tuple[str | None, dict[str, str]]:
+    """The label and each property's outcome: a rule's new wording alone re-signs nothing."""
+    judged: Mapping[str, Any] = result.verdict(document) or {}
+    properties: Mapping[str, Any] = judged.get("properties") or {}
+    return judged.get("verdict"), {name: found.get("outcome") for name, found in properties.items()}
+
+
+def _verdict_apply(run: CertificationRun, before: result.ResultDocument, judged: result.ResultDocument) -> bool:
+    """Store a changed verdict: the run's document, its pair's listing when it is the latest public run, and its
+    certificate, signed again (it cites the qualification). False, and nothing written, when nothing changed."""
+    if result.verdict(judged) == result.verdict(before):
+        return False
+    with transaction.atomic():
         run.result = judged
         run.save(update_fields=["result"])
         if run.pair.latest_run_id == run.pk and run.workload_id is None:
             pair_listing_update(run=run)
         certificate_issue(run=run)
-        changed.append(run)
-    return changed
+    return True
 
 
 def document_judge(*, run: CertificationRun, document: result.ResultDocument) -> result.ResultDocument:
@@ -78,10 +104,15 @@ def document_judge(*, run: CertificationRun, document: result.ResultDocument) ->
 
     Without one, the worker's own judgement stands (it had none either).
     """
+    qualification = _qualification_of(run, document)
+    return rejudge(document, qualification) if qualification else document
+
+
+def _qualification_of(run: CertificationRun, document: result.ResultDocument) -> q.Record | None:
     qualification = qualification_for(
         engine=run.engine, engine_build=result.engine_build(document), hardware=run.hardware, dtype=_dtype(document)
     )
-    return rejudge(document, q.load(qualification.document)) if qualification else document
+    return q.load(qualification.document) if qualification else None
 
 
 def _dtype(document: result.ResultDocument) -> str:

@@ -4,16 +4,18 @@ the Engines page and /api/v1/engines/, and the pair page's per-property verdict 
 from __future__ import annotations
 
 import json
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.test import Client, override_settings
 
 from kernel import certificates
 from registry.models import Certificate, EngineQualification
 from registry.services.certificates import verifying_key
 from registry.services.demo import demo_catalog_load
-from registry.services.qualifications import QualificationRefused, build_qualify_if_new, qualification_record
+from registry.services.qualifications import QualificationRefused, build_qualify_if_new, qualification_record, runs_rejudge_all
 from registry.services.runs import run_claim, run_create, run_finish
 from tests.support.factories import PairFactory
 from tests.support.processes import ROOT
@@ -138,3 +140,29 @@ def test_the_self_draft_is_shown_as_a_control_not_a_draft_to_deploy():
     pair = next(p for p in demo_catalog_load(zoo_dir=ROOT / "zoo" / "models") if p.draft and p.draft == p.verifier)
     assert "A control, not a draft to deploy" in Client().get(f"/pairs/{pair.pk}/").content.decode()
     assert Client().get("/").content.decode().count("(a control: the verifier as its own draft)") == 1
+
+
+def test_rejudging_under_new_rules_changes_only_runs_whose_outcome_changes_and_signs_them_again():
+    # A run judged by the old rules: its conditional sampling test (310 draws, no power stated) read "pass".
+    old = run_create(pair=PairFactory.create(), hardware="cpu")
+    spec = run_claim(run_id=old.pk, worker="test")
+    assert spec is not None
+    document = judged_document(spec, p_value=0.5)
+    document["stages"]["equivalence"]["sampling"] = [
+        {"prefix": 0, "given_first_token": 42, "samples": 310, "bins": 9, "statistic": 7.0, "dof": 8, "p_value": 0.5}
+    ]
+    old = run_finish(run_id=old.pk, attempt=spec.attempt, document=document)
+    assert old.pair.verdict == "certified"
+    current = finished_run(p_value=0.5)  # a powered joint test: the same outcome under the new rules
+    signed = {run.pk: Certificate.objects.get(run=run).digest for run in (old, current)}
+
+    out = StringIO()
+    call_command("rejudge", stdout=out)
+    assert f"run {old.pk}" in out.getvalue() and f"run {current.pk}" not in out.getvalue()
+    assert "1 run judged differently" in out.getvalue()
+    assert sampling_of(old)["outcome"] == "inconclusive" and "detect only TV" in sampling_of(old)["reason"]
+    old.pair.refresh_from_db()
+    assert old.pair.verdict == "provisional"
+    assert Certificate.objects.get(run=old).digest != signed[old.pk]
+    assert Certificate.objects.get(run=current).digest == signed[current.pk]
+    assert runs_rejudge_all() == []  # once judged, judged

@@ -136,7 +136,7 @@ def test_the_pair_page_shows_verdict_recipe_charts_and_their_numbers(certified_p
     # c=1 and 2 clear 1, c=4 and 8 reach it, c=16 stays below: the table says what each interval supports.
     supported = re.findall(r'<span class="speed speed-[a-z-]+">([a-z ]+)</span>', page)
     assert supported == ["faster", "faster", "no measurable difference", "no measurable difference", "slower"]
-    assert "measurably faster up to c=2, measurably slower from c=16" in page
+    assert "measurably faster up to <strong>c=2</strong>" in page and "measurably slower from <strong>c=16</strong>" in page
 
 
 def test_the_run_api_gives_each_levels_speedup_interval_and_what_it_supports(certified_pair):

@@ -193,7 +193,7 @@ def test_two_drafts_certified_on_a_workload_with_injected_stages_are_compared_an
         and "No draft was measured at concurrency 2" in between["recommendation"]["reason"]
     )
     elsewhere = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?hardware=h100")
-    assert elsewhere.status_code == 400 and "No finished run on 'h100'" in elsewhere.json()["error"]["message"]
+    assert elsewhere.status_code == 400 and "No finished run on 'h100'" in elsewhere.json()["error"]["details"]["hardware"]
 
 
 def test_runs_on_a_private_workload_stay_out_of_the_catalog_and_certificates_carry_only_the_hash(measured, pairs):
@@ -282,6 +282,6 @@ def test_the_pages_show_the_sample_the_quota_and_the_comparison(measured, owner)
     client = client_of(owner)
     listing = client.get("/workloads/").content.decode()
     assert "1 of 10 workloads" in listing and "4 of your 4 requests, seed 0" in listing
-    page = client.get(f"/workloads/{workload['id']}/?concurrency=2").content.decode()
-    assert "Use spechub-toy/llama-draft-1l." in page and "Interpolated between the measured levels 1, 4" in page
+    page = client.get(f"/workloads/{workload['id']}/?concurrency=1").content.decode()
+    assert "Use spechub-toy/llama-draft-1l." in page and "Only measured levels are compared (1, 4)" in page
     assert "svg" in page and "Download the measured sample" in page

@@ -29,6 +29,7 @@ from kernel.errors import RunError
 from registry.models import CertificationRun, Pair
 from registry.selectors import pairs_to_certify
 from registry.services.demo import demo_catalog_load, demo_qualify, demo_queue
+from registry.services.qualifications import runs_rejudge_all
 from registry.states import FINAL_STATES
 
 ZOO = Path(settings.BASE_DIR) / "zoo" / "models"
@@ -54,6 +55,8 @@ class Command(BaseCommand):
     def _demo(self, addrport: str, no_serve: bool, no_certify: bool, limit: int | None) -> None:
         Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
+        if rejudged := runs_rejudge_all():  # a demo database from an older checkout: its verdicts, under today's rules
+            self.stdout.write(f"{len(rejudged)} earlier run(s) judged again under the current rules (manage.py rejudge).")
         if not (ZOO / "BUILD.json").exists():
             self.stdout.write(f"No toy zoo at {ZOO} (run `make zoo`): the catalog starts empty.")
             pairs: list[Pair] = []
