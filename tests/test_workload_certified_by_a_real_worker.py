@@ -68,6 +68,8 @@ def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compa
         greedy = next(row for row in candidate["properties"] if row["title"] == GREEDY)
         assert greedy["outcome"] == "pass", greedy  # fp32 greedy speculation equals the verifier alone
         assert candidate["public_suite"] is None  # no public run of these pairs yet
-    assert report["recommendation"] is None  # nothing to recommend on: no draft's speed was measured
+    # Nothing to recommend on: no draft's speed was measured, and the report says so rather than guess.
+    said = report["recommendation"]
+    assert said["pair"] is None and "No draft was measured at concurrency 1" in said["reason"]
     assert Client().get(f"/api/v1/workloads/{workload['id']}/report/").status_code == 404
     print("\n" + "\n".join(f"{name}: AL {c['acceptance']['mean_acceptance_length']:.2f}" for name, c in candidates.items()))

@@ -64,7 +64,7 @@ def test_the_sampling_test_passes_rejection_sampling_and_catches_a_sampler_that_
     fair = metrics.chi_square_test(first_tokens("rejection", prefix, 400), exact)
     biased = metrics.chi_square_test(first_tokens("always", prefix, 400), exact)
     assert fair["p_value"] > 0.01, fair
-    assert biased["p_value"] < 1e-6, biased
+    assert biased["p_value"] < 1e-4, biased  # 2e-5 is the least the Monte Carlo p-value's 200,000 null draws can say
 
 
 def test_it_refuses_methods_it_does_not_implement():
