@@ -109,6 +109,11 @@ def samples_for_tv(tv: float, dof: int, alpha: float, power: float) -> int:
     return math.ceil(power_noncentrality(dof, alpha, power) / (4 * tv * tv))
 
 
+# A test counts as powered within 2 % of its target: the bins, and so the degrees of freedom, may settle slightly
+# differently at the count drawn than at the count planned.
+POWER_SLACK = 1.02
+
+
 def detectable_tv(samples: int, dof: int, alpha: float, power: float) -> float:
     """Return the smallest total variation `samples` detect with `power` (the inverse of samples_for_tv)."""
     return math.sqrt(power_noncentrality(dof, alpha, power) / (4 * samples)) if samples else 1.0

@@ -111,10 +111,10 @@ def sampling(
 def _consistent(
     tests: list[Mapping[str, Any]], p_value: float, level: float, thresholds: Thresholds, cited: dict[str, Any]
 ) -> result.PropertyVerdict:
-    """No rejection: a pass only when every test could have detected the stated deviation (2 % slack for the bins)."""
+    """No rejection: a pass only when every test could have detected the stated deviation (within stats.POWER_SLACK)."""
     reach = max(detectable_tv(t, level, thresholds.sampling_power) for t in tests)
     said = f"a total variation over the binned outcomes ≥ {thresholds.sampling_tv} with power {thresholds.sampling_power}"
-    if reach > thresholds.sampling_tv * 1.02:
+    if reach > thresholds.sampling_tv * stats.POWER_SLACK:
         return _verdict("inconclusive", f"sampling consistent with the verifier's distribution (p = {p_value:.2g}), but "
                         f"its samples detect only TV ≥ {reach:.2f}, not {said}", None, detectable_tv=reach, **cited)  # fmt: skip
     return _verdict("pass", f"sampling keeps the verifier's distribution (p = {p_value:.2g}; would detect {said})",

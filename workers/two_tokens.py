@@ -23,8 +23,8 @@ MAX_BINS = 16
 FIRST_TOKENS = 32  # first tokens whose continuations are read exactly; rarer ones fall in the pooled bin
 KEY = 1 << 24  # a pair of tokens (t1, t2) is counted as t1 * KEY + t2; STOP stands for "no second token"
 STOP = KEY - 1
-# The noncentral χ² power is asymptotic; the exact Monte Carlo test's worst case fell 0.3 % short of
-# it (0.987 simulated against 0.99 stated), so every count takes this much more.
+# The noncentral χ² power is asymptotic; the review's Monte Carlo found the worst case 0.3 % short of
+# it (0.987 against 0.99 stated), so every count takes this much more.
 SAMPLE_MARGIN = 1.05
 
 
@@ -69,5 +69,5 @@ def test(outcomes: list[int], exact: dict[int, float], power: result.Power) -> r
 
 
 def powered(found: result.TwoTokenTest) -> bool:
-    """Whether the samples drawn reached the stated power (2 % of slack: the bins may settle differently)."""
-    return found["detectable_tv"] <= found["power"]["tv"] * 1.02
+    """Whether the samples drawn reached the stated power (within stats.POWER_SLACK, as the verdict reads it)."""
+    return found["detectable_tv"] <= found["power"]["tv"] * stats.POWER_SLACK
