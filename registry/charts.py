@@ -54,7 +54,7 @@ def bars(
     *,
     title: str,
     top: float = 1.0,
-    y_label: str = "acceptance rate",
+    y_label: str = "share of drafts accepted",
     x_label: str = "draft position",
 ) -> SafeString:
     """Return a bar chart of values in [0, top], one bar per label, with the y axis ticked in quarters."""

@@ -182,7 +182,7 @@ def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] |
     at = best["at"]
     assert at is not None
     family = stats.widened(at["interval"], at["dof"], len(eligible))
-    held = f"{'the interval' if len(eligible) == 1 else f'the interval for {len(eligible)} drafts at once'}"
+    held = "the interval" if len(eligible) == 1 else f"the interval for {len(eligible)} drafts at once"
     figure = f"{at['speedup']:.2f}{TIMES} [{family[0]:.2f}, {family[1]:.2f}] at concurrency {concurrency} ({held})"
     if family[0] <= 1:
         reason = (f"No draft measurably speeds up this traffic: the best, {draft_name(best)}, is {figure}, "
