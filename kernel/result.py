@@ -43,8 +43,10 @@ class Counts(TypedDict):
 class Acceptance(TypedDict):
     mean_acceptance_length: float | None
     acceptance_rate: float | None
-    per_position: list[float]
+    per_position: list[float]  # cumulative: P(positions 1..i all accepted), per drafting step
     counts: Counts
+    prompts: NotRequired[int]  # prompts with their own counters; absent where the engine did not count per request
+    mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over prompts; absent below 8 prompts
 
 
 class Divergence(TypedDict):

@@ -63,7 +63,7 @@ def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compa
     assert set(candidates) == {f"{ORG}/{draft}" for draft in DRAFTS}
     for candidate in candidates.values():
         acceptance = candidate["acceptance"]
-        assert 1.0 < acceptance["mean_acceptance_length"] <= 5.0 and len(acceptance["per_position"]) == 4
+        assert 1.0 < acceptance["mean_acceptance_length"] <= 5.0 and len(acceptance["cumulative_per_position"]) == 4
         assert candidate["at_concurrency"] is None  # no speed figure is made up where none was measured
         greedy = next(row for row in candidate["properties"] if row["title"] == GREEDY)
         assert greedy["outcome"] == "pass", greedy  # fp32 greedy speculation equals the verifier alone

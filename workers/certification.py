@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import NotRequired, TypedDict, cast
 
 from kernel import result
 from kernel.builds import engine_build, installed_versions
@@ -51,6 +51,7 @@ class Measured(TypedDict):
     start_seconds: float
     greedy: Outputs
     counters: dict[str, RawCounters]
+    per_prompt: NotRequired[dict[str, list[RawCounters]]]  # each prompt's own, where the engine counts per request
     samples: Outputs
     manifest: dict[str, object]
 
@@ -139,7 +140,7 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
     loaded = time.perf_counter() - started
     try:
         report(30)
-        greedy, counters = _greedy(engine, bench)
+        greedy, counters, per_prompt = _greedy(engine, bench)
         report(70)
         samples = _sampling(engine, bench) if speculative else {}
         manifest = engine.manifest()
@@ -149,22 +150,29 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
         "start_seconds": loaded,
         "greedy": greedy,
         "counters": counters,
+        "per_prompt": per_prompt,
         "samples": samples,
         "manifest": manifest,
     }
 
 
-def _greedy(engine: Engine, bench: Workbench) -> tuple[Outputs, dict[str, RawCounters]]:
-    """Greedy outputs and counter deltas, one generate call per category (the same batching in both engines)."""
+def _greedy(engine: Engine, bench: Workbench) -> tuple[Outputs, dict[str, RawCounters], dict[str, list[RawCounters]]]:
+    """Greedy outputs and counter deltas, one generate call per category (the same batching in both engines),
+    and each prompt's own counters where every request of the category has them."""
     outputs: Outputs = {}
     counters: dict[str, RawCounters] = {}
+    per_prompt: dict[str, list[RawCounters]] = {}
     sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
     for category in dict.fromkeys(bench.categories):
         prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
         before = engine.counters()
-        outputs[category] = [list(c.token_ids) for c in engine.generate(prompts, sampling)]
+        completions = engine.generate(prompts, sampling)
+        outputs[category] = [list(c.token_ids) for c in completions]
         counters[category] = _raw(engine.counters() - before)
-    return outputs, counters
+        own = [c.counters for c in completions if c.counters is not None]
+        if own and len(own) == len(completions):
+            per_prompt[category] = [_raw(c) for c in own]
+    return outputs, counters, per_prompt
 
 
 def sampling_prefixes(bench: Workbench) -> list[list[int]]:
@@ -230,7 +238,7 @@ def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
     return {
         "start_seconds": bench.speculative["start_seconds"],
         "manifest": bench.speculative["manifest"],
-        "acceptance": metrics.acceptance(_total(bench.speculative)),
+        "acceptance": metrics.acceptance(_total(bench.speculative), _prompts_of(bench.speculative)),
     }
 
 
@@ -241,8 +249,20 @@ def measured(bench: Workbench) -> tuple[Measured, Measured]:
 
 
 def counters_of(measured: Measured, category: str) -> SpecCounters:
-    raw = measured["counters"][category]
+    return _counters(measured["counters"][category])
+
+
+def _counters(raw: RawCounters) -> SpecCounters:
     return SpecCounters(raw["drafts"], raw["draft_tokens"], raw["accepted"], tuple(raw["per_position"]))
+
+
+def _prompts_of(measured: Measured, *categories: str) -> list[SpecCounters] | None:
+    """Each prompt's own counters in `categories` (all by default), or None unless every category has them."""
+    own = measured.get("per_prompt", {})
+    wanted = categories or tuple(measured["counters"])
+    if not all(category in own for category in wanted):
+        return None
+    return [_counters(raw) for category in wanted for raw in own[category]]
 
 
 def equivalence(bench: Workbench, report: Tick) -> result.Equivalence:
@@ -261,7 +281,7 @@ def _reference_greedy(bench: Workbench) -> dict[str, result.Greedy]:
     engine = load_engine("reference")()
     engine.start(bench.config(speculative=False))
     try:
-        found, _ = _greedy(engine, bench)
+        found, _, _ = _greedy(engine, bench)
     finally:
         engine.stop()
     base = measured(bench)[0]["greedy"]
@@ -471,9 +491,10 @@ def _workloads(bench: Workbench) -> dict[str, result.WorkloadFigures]:
     served = bench.stages.get("throughput")  # a stage list without serving leaves speed unmeasured, not broken
     speedups = served["per_category_speedup"] if served else {}
     reference = bench.stages["equivalence"]["reference"] or {}
+    drafted = measured(bench)[1]
     return {
         category: {
-            "acceptance": metrics.acceptance(counters_of(measured(bench)[1], category)),
+            "acceptance": metrics.acceptance(counters_of(drafted, category), _prompts_of(drafted, category)),
             "equivalence": {
                 "greedy_exact_match": greedy[category]["exact_match"],
                 "divergences": greedy[category]["divergences"],

@@ -13,14 +13,19 @@ import numpy as np
 import numpy.typing as npt
 
 from kernel.result import Acceptance, ChiSquare, Divergence, Greedy
-from kernel.stats import t_975
+from kernel.stats import t_975, t_quantile
 from workers.engines.base import SpecCounters
 
+# Fewer prompts than this get no AL interval: simulated, the ratio estimator's t interval held the true AL 0.93
+# of the time at 8 heterogeneous prompts, a bootstrap over them only 0.86 (0.77 at 4).
+MIN_PROMPTS_FOR_INTERVAL = 8
 
-def acceptance(counters: SpecCounters) -> Acceptance:
-    """Return AL = 1 + accepted/drafts, rate = accepted/draft tokens, per-position rates, and the raw counts."""
+
+def acceptance(counters: SpecCounters, prompts: Sequence[SpecCounters] | None = None) -> Acceptance:
+    """Return AL = 1 + accepted/drafts, rate = accepted/draft tokens, per-position rates (cumulative), the raw
+    counts, and, from each prompt's own counters, AL's 95 % interval over prompts where there are enough."""
     drafts = counters.drafts
-    return {
+    figures: Acceptance = {
         "mean_acceptance_length": 1 + counters.accepted / drafts if drafts else None,
         "acceptance_rate": counters.accepted / counters.draft_tokens if counters.draft_tokens else None,
         "per_position": [n / drafts for n in counters.per_position] if drafts else [],
@@ -31,6 +36,29 @@ def acceptance(counters: SpecCounters) -> Acceptance:
             "accepted_per_position": list(counters.per_position),
         },
     }
+    if prompts is not None:
+        figures["prompts"] = len(prompts)
+        interval = acceptance_interval([p.drafts for p in prompts], [p.accepted for p in prompts])
+        if interval is not None:
+            figures["mean_acceptance_length_interval"] = list(interval)
+    return figures
+
+
+def acceptance_interval(drafts: Sequence[int], accepted: Sequence[int]) -> tuple[float, float] | None:
+    """The 95 % interval of AL = 1 + Σaccepted/Σdrafts over the prompts' population, None below the minimum.
+
+    Prompts, not drafting steps, are the independent units: AL varies more between prompts than between the
+    steps of one. This is the ratio estimator's linearised variance with Student t on n - 1 degrees of freedom;
+    a percentile bootstrap over the same prompts is narrower than its coverage at these sizes.
+    """
+    n = len(drafts)
+    if n < MIN_PROMPTS_FOR_INTERVAL or not sum(drafts):
+        return None
+    ratio = sum(accepted) / sum(drafts)
+    residuals = [a - ratio * d for a, d in zip(accepted, drafts, strict=True)]
+    spread = math.sqrt(sum(r * r for r in residuals) / (n - 1) / n) / statistics.fmean(drafts)
+    half = t_quantile(0.975, n - 1) * spread
+    return max(1.0, 1 + ratio - half), 1 + ratio + half
 
 
 def first_divergence(expected: Sequence[int], found: Sequence[int]) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.validators import URLValidator
@@ -46,6 +47,13 @@ class HubModelOut(serializers.ModelSerializer[HubModel]):
 
 
 class WorkloadResultOut(serializers.ModelSerializer[WorkloadResult]):
+    indicative_speedup = serializers.FloatField(
+        source="speedup", read_only=True, allow_null=True,
+        help_text="Speedup at c=1 on this category's prompts alone: indicative, each timed block holds one or two of them, "
+        "so it carries no interval and no label.",
+    )  # fmt: skip
+    acceptance = serializers.SerializerMethodField()
+
     class Meta:
         model = WorkloadResult
         fields = [
@@ -53,10 +61,25 @@ class WorkloadResultOut(serializers.ModelSerializer[WorkloadResult]):
             "mean_acceptance_length",
             "acceptance_rate",
             "greedy_exact_match",
-            "speedup",
+            "indicative_speedup",
             "acceptance",
             "equivalence",
         ]
+
+    def get_acceptance(self, row: WorkloadResult) -> dict[str, Any] | None:
+        """AL with its 95 % interval over prompts where there were 8 or more, and the share of drafts accepted through
+        each position, cumulative (positions 1 to i all accepted), as `cumulative_per_position`."""
+        return acceptance_out(row.acceptance)
+
+
+def acceptance_out(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A document's acceptance figures as the API names them: `per_position` is cumulative, and says so."""
+    if figures is None:
+        return None
+    named = dict(figures)
+    if "per_position" in named:
+        named["cumulative_per_position"] = named.pop("per_position")
+    return named
 
 
 class SpeedOut(serializers.Serializer[dict[str, Any]]):

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kernel.workloads import CHUNK
-from registry.api.serializers import RunOut
+from registry.api.serializers import RunOut, acceptance_out
 from registry.models import Pair, Workload
 from registry.services.workloads import workload_certify, workload_create, workload_delete
 from registry.workload_report import (
@@ -174,18 +174,23 @@ def report_json(workload: Workload, report: dict[str, Any]) -> dict[str, Any]:
 
 def _candidate_json(candidate: dict[str, Any]) -> dict[str, Any]:
     pair, public = candidate["pair"], candidate["public"]
+    suite = public and {
+        "run": public["run"].pk,
+        "acceptance": acceptance_out(public["acceptance"]),
+        "speed_c1": public["speed_c1"],
+    }
     return {
         "pair": pair.pk,
         "draft": pair.draft.repo_id if pair.draft else pair.method,
         "method": pair.method,
         "run": candidate["run"].pk,
-        "acceptance": candidate["acceptance"],
+        "acceptance": acceptance_out(candidate["acceptance"]),
         "speed": candidate["speed"],
         "break_even": {"faster_up_to": candidate["break_even"][0], "slower_from": candidate["break_even"][1]},
         "properties": candidate["properties"],
         "equivalent": candidate["equivalent"],
         "at_concurrency": candidate["at"],
-        "public_suite": public and {"run": public["run"].pk, "acceptance": public["acceptance"], "speed_c1": public["speed_c1"]},
+        "public_suite": suite,
     }
 
 

@@ -107,8 +107,10 @@ def certified_pair():
         pair=pair, state=RunState.FINISHED, finished_at=timezone.now(), result=result_document(), environment={"dtype": "float32"}
     )
     WorkloadResult.objects.create(
-        run=run, category="math", mean_acceptance_length=3.1, acceptance_rate=0.5, greedy_exact_match=0.75, speedup=1.2
-    )
+        run=run, category="math", mean_acceptance_length=3.1, acceptance_rate=0.5, greedy_exact_match=0.75, speedup=1.2,
+        acceptance={"mean_acceptance_length": 3.1, "per_position": [0.8, 0.6], "prompts": 12,
+                    "mean_acceptance_length_interval": [2.8, 3.4]},
+    )  # fmt: skip
     return pair, run
 
 
@@ -189,6 +191,17 @@ def test_the_run_api_gives_state_progress_and_the_verdict(certified_pair):
     body = APIClient().get(f"/api/v1/runs/{run.pk}/").json()
     assert (body["state"], body["verdict"]["verdict"]) == ("finished", "failed")
     assert [r["category"] for r in body["results"]] == ["math"]
+    math = body["results"][0]  # a category's speedup rests on one or two prompts a block: the field says indicative
+    assert math["indicative_speedup"] == 1.2 and "speedup" not in math
+    assert math["acceptance"]["cumulative_per_position"] == [0.8, 0.6] and "per_position" not in math["acceptance"]
+    assert math["acceptance"]["mean_acceptance_length_interval"] == [2.8, 3.4]
+
+
+def test_the_pair_page_gives_al_its_interval_over_prompts_or_says_why_not(certified_pair):
+    pair, _ = certified_pair
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert "[2.80, 3.40]" in page and "95 % over 12 prompts" in page  # the math row
+    assert "no interval: measured before per-prompt counts" in page  # the suite's document predates them
 
 
 def test_a_serving_run_publishes_the_measured_command_and_its_latencies_and_load(serving_pair):

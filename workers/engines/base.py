@@ -73,15 +73,6 @@ class Sampling:
 
 
 @dataclass(frozen=True)
-class Completion:
-    """One request's output: generated ids, and seconds to the first token and between tokens."""
-
-    token_ids: tuple[int, ...]
-    ttft: float | None = None
-    itl: float | None = None
-
-
-@dataclass(frozen=True)
 class SpecCounters:
     """Speculative decoding counters, as vLLM defines them."""
 
@@ -95,6 +86,17 @@ class SpecCounters:
 
     def __add__(self, other: SpecCounters) -> SpecCounters:
         return _combine(self, other, 1)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One request's output: generated ids, seconds to the first token and between tokens, and the request's
+    own speculative counters where the engine counts per request (None where it does not, or did not speculate)."""
+
+    token_ids: tuple[int, ...]
+    ttft: float | None = None
+    itl: float | None = None
+    counters: SpecCounters | None = None
 
 
 def _combine(a: SpecCounters, b: SpecCounters, sign: int) -> SpecCounters:

@@ -65,11 +65,12 @@ class ReferenceEngine(Engine):
 
         generator = torch.Generator(device=self.device).manual_seed(sampling.seed if sampling.seed is not None else 0)
         with torch.inference_mode():
-            return [
-                Completion(token_ids=tuple(self._decode(list(prompt), sampling, generator)))
-                for prompt in prompts
-                for _ in range(sampling.n)
-            ]
+            return [self._request(list(prompt), sampling, generator) for prompt in prompts for _ in range(sampling.n)]
+
+    def _request(self, ids: list[int], sampling: Sampling, generator: Any) -> Completion:
+        before = self.total
+        token_ids = tuple(self._decode(ids, sampling, generator))
+        return Completion(token_ids=token_ids, counters=self.total - before if self.draft else None)
 
     def _decode(self, ids: list[int], sampling: Sampling, generator: Any) -> list[int]:
         out: list[int] = []

@@ -127,6 +127,8 @@ def engine_arguments(config: EngineConfig) -> dict[str, Any]:
         "max_model_len": config.max_model_len,
         "seed": config.seed,
         "disable_log_stats": False,
+        # Each request's own acceptance histogram, so AL gets an interval over prompts (metrics.acceptance_interval).
+        "per_request_spec_decode_metrics": "summary" if config.speculative_config else "none",
         "trust_remote_code": False,
         **config.extra,
     }
@@ -134,8 +136,21 @@ def engine_arguments(config: EngineConfig) -> dict[str, Any]:
 
 def _completion(output: Any, sample: Any) -> Completion:
     stats = output.metrics
-    ids = tuple(sample.token_ids)
+    ids, counters = tuple(sample.token_ids), _request_counters(getattr(sample, "spec_decode_metrics", None))
     if stats is None or not stats.first_token_ts:
-        return Completion(token_ids=ids)
+        return Completion(token_ids=ids, counters=counters)
     itl = (stats.last_token_ts - stats.first_token_ts) / (len(ids) - 1) if len(ids) > 1 else None
-    return Completion(token_ids=ids, ttft=stats.first_token_latency, itl=itl)
+    return Completion(token_ids=ids, ttft=stats.first_token_latency, itl=itl, counters=counters)
+
+
+def _request_counters(metrics: Any) -> SpecCounters | None:
+    """One request's counters from vLLM's per-request histogram: `histogram[j]` drafting steps accepted j tokens."""
+    if metrics is None or not metrics.histogram:
+        return None
+    steps = list(metrics.histogram)
+    return SpecCounters(
+        drafts=sum(steps),
+        draft_tokens=int(metrics.num_draft_tokens),
+        accepted=sum(j * n for j, n in enumerate(steps)),
+        per_position=tuple(sum(steps[i:]) for i in range(1, len(steps))),  # position i: the steps accepting ≥ i
+    )

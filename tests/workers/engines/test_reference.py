@@ -10,7 +10,7 @@ from kernel.errors import UserError
 from tests.workers.engines.toy import DRAFT, VERIFIER, draft_model, suite_prompts
 from workers import metrics
 from workers.engines import load_engine
-from workers.engines.base import EngineConfig, Sampling
+from workers.engines.base import EngineConfig, Sampling, SpecCounters
 from workers.exact import next_token_distribution
 
 pytestmark = pytest.mark.engine  # the reference engine runs on torch, from the cpu extra
@@ -36,7 +36,9 @@ def verifier_alone(prompts):
 
 def test_greedy_speculation_with_the_trained_draft_reproduces_the_verifier_exactly(prompts, verifier_alone):
     engine = started(draft_model(DRAFT))
-    assert [c.token_ids for c in engine.generate(prompts, GREEDY)] == verifier_alone
+    done = engine.generate(prompts, GREEDY)
+    assert [c.token_ids for c in done] == verifier_alone
+    assert sum((c.counters for c in done if c.counters), SpecCounters()) == engine.counters()  # each prompt its own
     found = metrics.acceptance(engine.counters())
     assert (found["mean_acceptance_length"] or 0.0) > 2.0, found
     rates = found["per_position"]

@@ -81,6 +81,13 @@ def test_the_self_draft_accepts_everything_and_the_published_counts_are_vllms_ow
         per_position=tuple(vllm[PER_POSITION]),
     )
     assert delta.drafts > 0 and all(c.token_ids for c in done)
+    assert per_request_total(done[: len(prompts)]) == delta  # each request's own histogram adds up to the counters
+
+
+def per_request_total(done):
+    """The sum of each completion's own counters (vLLM's --per-request-spec-decode-metrics summary)."""
+    assert all(c.counters is not None for c in done), "every speculative request carries its own counters"
+    return sum((c.counters for c in done), SpecCounters())
 
 
 def test_a_random_eagle3_head_is_almost_never_accepted(prompts, tmp_path):
@@ -96,9 +103,10 @@ def test_a_random_eagle3_head_is_almost_never_accepted(prompts, tmp_path):
     }
     save_file(weights, str(head / "model.safetensors"), metadata={"format": "pt"})
     assert json.loads((head / "config.json").read_text())["speculators_model_type"] == "eagle3"
-    _, delta, _ = measured({"method": "eagle3", "model": str(head), "num_speculative_tokens": 4}, prompts)
+    done, delta, _ = measured({"method": "eagle3", "model": str(head), "num_speculative_tokens": 4}, prompts)
     found = metrics.acceptance(delta)
     assert (found["mean_acceptance_length"] or 0.0) < 1.2, found
+    assert per_request_total(done) == delta
 
 
 # vLLM's own sampler against the exact distribution is the qualification's verifier-alone control, run with a stated
