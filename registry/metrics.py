@@ -11,7 +11,8 @@
 The pipeline's figures come from the database and the broker when Prometheus scrapes, so every
 web process gives the same answer. Request histograms live in each process; with several gunicorn
 workers, set PROMETHEUS_MULTIPROC_DIR to an empty directory and they are summed across them.
-Only loopback and private addresses may scrape, unless the scraper sends SPECHUB_METRICS_TOKEN.
+With SPECHUB_METRICS_TOKEN set, the scraper must send it; without, only loopback and private peers may
+scrape, and nobody may behind a proxy (where every peer is the proxy).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from registry.celery import app, queue_names
+from registry.clients import behind_proxy
 from registry.models import CertificationRun, EngineBuild, WebhookDelivery
 from registry.states import RunState
 
@@ -44,6 +46,8 @@ MULTIPROCESS = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
 if MULTIPROCESS:
     os.makedirs(MULTIPROCESS, exist_ok=True)
 
+# A label takes a value from a known set: a client choosing its own method would otherwise add series without end.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUESTS = Histogram("spechub_http_request_seconds", "Web requests by method, route and status.", ["method", "route", "status"])
 
 
@@ -58,7 +62,8 @@ class RequestMetrics:
         response = self.get_response(request)
         match = request.resolver_match
         route = (match.url_name or match.route) if match else "unmatched"
-        REQUESTS.labels(request.method or "", route, str(response.status_code)).observe(time.perf_counter() - started)
+        method = request.method if request.method in METHODS else "other"
+        REQUESTS.labels(method, route, str(response.status_code)).observe(time.perf_counter() - started)
         return response
 
 
@@ -130,8 +135,11 @@ def _engine_builds() -> Metric:
 
 def _allowed(request: HttpRequest) -> bool:
     token = settings.SPECHUB_METRICS_TOKEN
-    if token:
-        return hmac.compare_digest(request.headers.get("Authorization", ""), f"Bearer {token}")
+    if token:  # compared as bytes: a non-ASCII header must read as wrong, not fail the comparison
+        sent = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(sent, f"Bearer {token}".encode())
+    if behind_proxy():
+        return False  # every peer is the proxy, a private address: only the token tells the operator apart
     try:
         address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
     except ValueError:
@@ -142,8 +150,9 @@ def _allowed(request: HttpRequest) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     """The scrape endpoint."""
     if not _allowed(request):
-        return HttpResponseForbidden("Metrics are for the operator's Prometheus: scrape from a private address, "
-                                     "or send `Authorization: Bearer <SPECHUB_METRICS_TOKEN>`.")  # fmt: skip
+        return HttpResponseForbidden("Metrics are for the operator's Prometheus: send `Authorization: Bearer "
+                                     "<SPECHUB_METRICS_TOKEN>`, or, with no proxy in front and no token set, scrape "
+                                     "from a private address.")  # fmt: skip
     registry = CollectorRegistry()
     if MULTIPROCESS:
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus_client leaves it untyped

@@ -51,6 +51,8 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SPECHUB_TLS_PROXY", False) else None
+# How many proxies we run in front, each appending to X-Forwarded-For (registry/clients.py); 0: the peer is the client.
+SPECHUB_TRUSTED_PROXIES = env_int("SPECHUB_TRUSTED_PROXIES", 0, minimum=0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -133,6 +135,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.ScopedRateThrottle"],
+    # Unset, DRF would identify an anonymous caller by the whole X-Forwarded-For it wrote itself.
+    "NUM_PROXIES": SPECHUB_TRUSTED_PROXIES,
     # Anonymous callers by address, signed-in ones by account; counted in the shared cache.
     "DEFAULT_THROTTLE_RATES": {"compatibility": env_str("SPECHUB_COMPATIBILITY_RATE", "60/minute")},
     "EXCEPTION_HANDLER": "registry.api.errors.api_exception_handler",

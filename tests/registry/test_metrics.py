@@ -77,3 +77,23 @@ def test_public_addresses_need_the_token(settings):
     settings.SPECHUB_METRICS_TOKEN = "scrape-secret"
     assert outside.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret").status_code == 200
     assert outside.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+
+
+def test_a_method_a_client_makes_up_is_counted_as_other_and_adds_no_series():
+    for made_up in ("BREW", "PROPFIND", "X-RANDOM-1", "X-RANDOM-2"):
+        Client().generic(made_up, "/healthz")
+    methods = {dict(labels).get("method") for name, labels in scrape() if name == "spechub_http_request_seconds_count"}
+    assert "other" in methods and methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+
+
+def test_a_non_ascii_token_is_refused_not_a_500(settings):
+    settings.SPECHUB_METRICS_TOKEN = "scrape-secret"
+    assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer sécret\u00ff").status_code == 403
+
+
+def test_behind_a_proxy_every_peer_is_private_so_only_the_token_opens_it(settings):
+    settings.SPECHUB_TRUSTED_PROXIES = 1
+    proxy = Client(REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR="8.8.4.4")  # the public client, as the proxy saw it
+    assert proxy.get("/metrics").status_code == 403
+    settings.SPECHUB_METRICS_TOKEN = "scrape-secret"
+    assert proxy.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret").status_code == 200

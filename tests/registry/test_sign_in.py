@@ -45,3 +45,48 @@ def test_a_correct_password_before_the_limit_signs_in():
     client = Client()
     sign_in(client, "/accounts/login/", "alice", "wrong")
     assert client.post("/accounts/login/", {"username": "alice", "password": "a-password"}).status_code == 302
+
+
+WRONG = "Please enter a correct username and password"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_guesses_sent_at_once_get_no_more_password_checks_than_the_limit():
+    """15 wrong passwords at once, twice: each attempt is counted before its check, so at most 3 are checked."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from django.db import connection
+
+    User.objects.create_user("alice", password="right horse")
+    start = Barrier(15)
+
+    def guess(_: int) -> str:
+        start.wait()
+        try:
+            return sign_in(Client(), "/accounts/login/", "alice", "wrong")
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(15) as pool:
+        pages = [page for _ in range(2) for page in pool.map(guess, range(15))]
+    checked = sum(WRONG in page for page in pages)
+    assert checked <= 3 and sum("Too many failed sign-ins" in page for page in pages) == 30 - checked, checked
+
+
+def test_with_the_cache_down_right_and_wrong_passwords_get_the_same_refusal(settings):
+    settings.CACHES = {"default": {"BACKEND": "registry.cache.FailOpenRedisCache", "LOCATION": "redis://127.0.0.1:1/0",
+                                   "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2}}}  # fmt: skip
+    User.objects.create_user("alice", password="right horse")
+    answers = [Client().post("/accounts/login/", {"username": "alice", "password": p}) for p in ("wrong", "right horse")]
+    assert [a.status_code for a in answers] == [200, 200]  # fail closed: no 500, no 302
+    pages = [a.content.decode() for a in answers]
+    assert all("Sign-in is unavailable for a moment" in page and WRONG not in page for page in pages)
+
+
+def test_a_non_staff_users_right_password_at_the_admin_is_not_a_failure():
+    User.objects.create_user("alice", password="right horse")  # not staff: the admin refuses her, rightly
+    client = Client()
+    for _ in range(4):
+        assert "Too many failed sign-ins" not in sign_in(client, "/admin/login/", "alice", "right horse")
+    assert client.post("/accounts/login/", {"username": "alice", "password": "right horse"}).status_code == 302

@@ -182,3 +182,16 @@ def test_only_staff_trigger_a_recertification():
     User.objects.filter(username="root").update(is_staff=True)
     response = staff.post(f"/api/v1/pairs/{pair.pk}/recertify/")
     assert response.status_code == 201 and response.json()["pair"] == pair.pk and response.json()["state"] == "queued"
+
+
+def test_a_rotating_x_forwarded_for_does_not_reset_the_anonymous_gate_limit(monkeypatch):
+    from django.core.cache import cache
+
+    cache.clear()
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"compatibility": "2/minute"})
+    payload = {"draft": f"{ORG}/llama-draft-1l", "verifier": f"{ORG}/llama-verifier"}
+    codes = [
+        APIClient().post("/api/v1/compatibility/", payload, format="json", HTTP_X_FORWARDED_FOR=f"203.0.113.{i}").status_code
+        for i in range(3)
+    ]
+    assert codes == [200, 200, 429]  # one peer, whatever header it writes
