@@ -146,6 +146,21 @@ def canonical(request: Request) -> str:
     return json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+# NUL, which PostgreSQL stores in no text or JSON column, and lone UTF-16 halves, which are no text at all: a JSON
+# escape (\\u0000, \\ud800) makes either of them from valid UTF-8.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(request: Request) -> Request:
+    """Return `request`, or refuse it when its text holds a character no database stores, naming it."""
+    texts = [request.category, request.prompt or "", *(part for message in request.messages or () for part in message)]
+    for text in texts:
+        if found := UNSTORABLE.search(text):
+            what = "a NUL character" if found.group() == "\x00" else "half of a UTF-16 surrogate pair"
+            raise refuse(request.line, f"the text holds {what} (U+{ord(found.group()):04X}), which cannot be stored; remove it")
+    return request
+
+
 def refuse(line: int, what: str) -> UserError:
     return UserError("workload:invalid", f"line {line}: {what}.")
 
@@ -359,7 +374,7 @@ def _collect(kind: str, requests: Iterator[Request], limits: Limits) -> Workload
         total += 1
         if total > limits.max_requests:
             raise UserError("workload:too-large", f"line {request.line}: more than {limits.max_requests:,} requests, the limit.")
-        digest = hashlib.sha256(canonical(request).encode()).digest()
+        digest = hashlib.sha256(canonical(storable(request)).encode()).digest()
         if digest in counts:
             counts[digest] += 1
             continue

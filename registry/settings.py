@@ -74,6 +74,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so it times everything after it (registry/metrics.py).
     "registry.metrics.RequestMetrics",
+    "registry.uploads.BodyLimit",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -84,6 +85,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, so it sees a view's database errors first (and DRF views', which re-raise them).
     "registry.middleware.DatabaseOutage",
+]
+
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "registry.uploads.BoundedTemporaryFileUploadHandler",
 ]
 
 ROOT_URLCONF = "registry.urls"
@@ -135,6 +141,11 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.ScopedRateThrottle"],
+    "DEFAULT_PARSER_CLASSES": [
+        "registry.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Unset, DRF would identify an anonymous caller by the whole X-Forwarded-For it wrote itself.
     "NUM_PROXIES": SPECHUB_TRUSTED_PROXIES,
     # Anonymous callers by address, signed-in ones by account; counted in the shared cache.

@@ -5,6 +5,7 @@ Another user's workload is a 404 on every page, never a 403 that would confirm i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,10 +107,13 @@ def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "registry/workload.html", context, status=422 if error else 200)
 
 
+PAIR_ID = re.compile("[0-9]{1,18}")  # ASCII digits only ('²'.isdigit() is true), and no 5,000-digit int
+
+
 def _certify(request: HttpRequest, workload: Workload) -> str:
     chosen = request.POST.getlist("pair")
     candidates = workload_candidates(workload=workload)
-    pairs = list(candidates if "all" in chosen else candidates.filter(pk__in=[int(p) for p in chosen if p.isdigit()]))
+    pairs = list(candidates if "all" in chosen else candidates.filter(pk__in=[int(p) for p in chosen if PAIR_ID.fullmatch(p)]))
     try:
         workload_certify(workload=workload, pairs=pairs, hardware=request.POST.get("hardware", "cpu"), requested_by=request.user)
     except ValidationError as refused:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.exceptions import NotFound, PermissionDenied, Throttled
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -226,12 +228,28 @@ def visible_certificates(user: Any) -> QuerySet[Certificate]:
     return Certificate.objects.filter(run__in=CertificationRun.objects.visible_to(user))
 
 
-def certificate_download(request: HttpRequest, pk: int) -> HttpResponse:
-    """Return the certificate file byte for byte: any re-rendering would break its signature."""
-    certificate = get_object_or_404(visible_certificates(request.user), pk=pk)
-    response = HttpResponse(certificate.document.encode(), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="spechub-certificate-{certificate.run_id}.json"'
-    return response
+class TheFileAsIs(BaseContentNegotiation):
+    """The answer is the signed file, whatever the client's Accept asks for."""
+
+    def select_parser(self, request: Request, parsers: Any) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: str | None = None) -> tuple[Any, str]:
+        return renderers[0], renderers[0].media_type
+
+
+class CertificateDownload(APIView):
+    """The certificate file byte for byte: any re-rendering would break its signature. A private workload's
+    certificate is its owner's, by session or by token."""
+
+    content_negotiation_class = TheFileAsIs
+
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT})
+    def get(self, request: Request, pk: int) -> HttpResponse:
+        certificate = get_object_or_404(visible_certificates(request.user), pk=pk)
+        response = HttpResponse(certificate.document.encode(), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="spechub-certificate-{certificate.run_id}.json"'
+        return response
 
 
 class Webhooks(APIView):

@@ -12,12 +12,13 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.exceptions import ValidationError as DRFValidationError
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kernel.workloads import CHUNK
+from registry.api.parsers import JSONParser
 from registry.api.serializers import RunOut, acceptance_out
 from registry.models import Pair, Workload
 from registry.services.workloads import workload_certify, workload_create, workload_delete

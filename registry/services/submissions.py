@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from kernel.errors import UserError
@@ -17,6 +16,7 @@ from registry.selectors import submission_quota
 from registry.services.gate import hub_client, pair_judgement_store
 from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from registry.services.runs import run_create
+from registry.services.users import user_lock
 
 
 def submission_create(
@@ -81,7 +81,7 @@ def _within_quota(user: Any) -> None:
     """
     if user is None or not getattr(user, "pk", None):
         return
-    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+    user_lock(user)
     quota = submission_quota(user=user)
     if int(quota["used"]) >= int(quota["limit"]):
         raise SubmissionQuotaExceeded(int(quota["used"]), int(quota["limit"]), str(quota["period"]))

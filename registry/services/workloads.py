@@ -24,6 +24,7 @@ from registry.models import CertificationRun, HubModel, Pair, Role, RunTrigger, 
 from registry.selectors import measuring_plan
 from registry.services.gate import hub_client
 from registry.services.runs import run_cancel, run_create
+from registry.services.users import user_lock
 from registry.states import FINAL_STATES
 
 
@@ -56,16 +57,24 @@ def workload_create(*, owner: Any, name: str, verifier_repo_id: str, chunks: Ite
     Every request is checked as it streams in; the sample is rendered with the verifier's chat template
     and length-checked before anything is stored. The same requests uploaded again return the first row.
     """
+    _storable(name=name, verifier=verifier_repo_id)
     verifier = _verifier(verifier_repo_id)
-    _check_quota(owner)
+    _check_quota(owner)  # before reading the upload: a user at the limit waits for nothing
     counted = _Counted(chunks)
     parsed = kw.read_workload(counted, limits=workload_limits())
-    existing = Workload.objects.filter(owner=owner, verifier=verifier, sha256=parsed.sha256, deleted_at__isnull=True).first()
-    if existing is not None:
-        return existing, False
     template, encode = _verifier_text(verifier.repo_id, verifier.sha)
     done = kw.rendered(parsed, template, encode, measuring_plan().max_model_len)
-    workload = Workload.objects.create(
+    with transaction.atomic():
+        user_lock(owner)  # and again under the owner's lock: uploads at once count each other
+        existing = Workload.objects.filter(owner=owner, verifier=verifier, sha256=parsed.sha256, deleted_at__isnull=True).first()
+        if existing is not None:
+            return existing, False
+        _check_quota(owner)
+        return _stored(owner, name, verifier, done, counted.size), True
+
+
+def _stored(owner: Any, name: str, verifier: HubModel, done: kw.Workload, size: int) -> Workload:
+    return Workload.objects.create(
         owner=owner,
         name=(name.strip() or f"{done.format} upload")[:100],
         verifier=verifier,
@@ -74,11 +83,19 @@ def workload_create(*, owner: Any, name: str, verifier_repo_id: str, chunks: Ite
         total_requests=done.total,
         unique_requests=done.unique,
         seed=done.seed,
-        size_bytes=counted.size,
+        size_bytes=size,
         categories=done.categories,
         sample=[request.as_dict() for request in done.sample],
     )
-    return workload, True
+
+
+def _storable(**fields: str) -> None:
+    for field, value in fields.items():
+        if kw.UNSTORABLE.search(value):
+            raise ValidationError(
+                f"The {field} holds a NUL character or half of a UTF-16 surrogate pair, which cannot be stored; remove it.",
+                code="invalid",
+            )
 
 
 def _verifier(repo_id: str) -> HubModel:
@@ -121,13 +138,14 @@ def workload_certify(*, workload: Workload, pairs: list[Pair], hardware: str, re
         raise ValidationError(
             f"Pairs {foreign} are not for this workload's verifier {workload.verifier.repo_id}.", code="wrong-verifier"
         )
-    used = workload_runs_today(owner=workload.owner)
-    if used + len(pairs) > settings.SPECHUB_WORKLOAD_RUN_QUOTA:
-        limit = settings.SPECHUB_WORKLOAD_RUN_QUOTA
-        raise ValidationError(
-            f"{len(pairs)} more runs would pass your limit of {limit} a day ({used} used); pick fewer drafts.", code="quota"
-        )
     with transaction.atomic():
+        user_lock(workload.owner)
+        used = workload_runs_today(owner=workload.owner)
+        if used + len(pairs) > settings.SPECHUB_WORKLOAD_RUN_QUOTA:
+            limit = settings.SPECHUB_WORKLOAD_RUN_QUOTA
+            raise ValidationError(
+                f"{len(pairs)} more runs would pass your limit of {limit} a day ({used} used); pick fewer drafts.", code="quota"
+            )
         return [
             run_create(pair=pair, hardware=hardware, trigger=RunTrigger.MANUAL, requested_by=requested_by, workload=workload)
             for pair in pairs

@@ -124,14 +124,70 @@ def test_hostile_uploads_are_refused_naming_the_line_and_nothing_is_stored(pairs
     assert not Workload.objects.exists()
 
 
-def test_a_50_megabyte_upload_is_refused_as_too_large(pairs, owner):
+def test_an_upload_past_the_limit_is_refused_as_too_large_before_its_body_is_read(pairs, owner, settings):
     line = (json.dumps({"prompt": "x" * 1000}) + "\n").encode()
     refused = client_of(owner).post(
         "/api/v1/workloads/", {"verifier": VERIFIER, "file": SimpleUploadedFile("big.jsonl", line * (50 * 1024))}
     )
-    assert refused.status_code == 422 and refused.json()["error"]["code"] == "workload:too-large"
-    assert "bytes, the limit" in refused.json()["error"]["message"]
+    assert refused.status_code == 413 and refused.json()["error"]["code"] == "too-large"
+    assert "a workload upload may be 20,971,520 bytes" in refused.json()["error"]["message"]
+    # A body that declares 100 MB is refused on its declaration: Django never reads or spools it.
+    declared = Client().post("/api/v1/compatibility/", b"{}", content_type="application/json", CONTENT_LENGTH=str(100 * 2**20))
+    assert declared.status_code == 413
+    # Within the body limit, the reader's own limit still names the line where the upload passed it.
+    settings.SPECHUB_WORKLOAD_MAX_BYTES = 1024
+    over = client_of(owner).post("/api/v1/workloads/", {"verifier": VERIFIER, "file": SimpleUploadedFile("b.jsonl", line * 2)})
+    assert over.status_code == 422 and over.json()["error"]["code"] == "workload:too-large"
+    assert "bytes, the limit" in over.json()["error"]["message"]
     assert not Workload.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("escape", "said"), [("\\u0000", "a NUL character (U+0000)"), ("\\ud800", "half of a UTF-16 surrogate pair (U+D800)")]
+)
+def test_text_no_database_stores_is_refused_naming_the_line_and_the_character(pairs, owner, escape, said):
+    text = jsonl(CHAT[0]) + '{"prompt": "a' + escape + 'b"}\n'
+    refused = upload(client_of(owner), text)
+    assert refused.status_code == 422 and f"line 2: the text holds {said}" in refused.json()["error"]["message"]
+    assert not Workload.objects.exists()
+
+
+def test_a_nul_in_the_upload_forms_name_or_verifier_is_refused_not_a_500(pairs, owner):
+    def data(**fields: str) -> dict[str, object]:
+        return {"name": "mine", "verifier": VERIFIER, "file": SimpleUploadedFile("t.jsonl", FORMATS["text"].encode()), **fields}
+
+    for fields in ({"name": "mine\x00"}, {"verifier": VERIFIER + "\x00"}):
+        api = client_of(owner).post("/api/v1/workloads/", data(**fields))
+        said = json.dumps(api.json()["error"])
+        assert api.status_code == 400 and ("NUL character" in said or "Null characters are not allowed" in said), said
+        page = client_of(owner).post("/workloads/", data(**fields))
+        assert page.status_code in (400, 422) and "NUL character" in page.content.decode(), fields
+    assert not Workload.objects.exists()
+
+
+@pytest.mark.parametrize("path", ["/api/v1/compatibility/", "/api/v1/submissions/", "/api/v1/webhooks/", "/api/v1/workloads/"])
+def test_json_nested_a_thousand_deep_is_a_400_with_the_reason(owner, path):
+    body = "[" * 1000 + "]" * 1000
+    for client in (Client(), client_of(owner)):
+        answer = client.post(path, body, content_type="application/json")
+        assert answer.status_code in (400, 401, 403), (path, answer.status_code)
+        if answer.status_code == 400:
+            assert "nested too deeply" in answer.json()["error"]["message"]
+
+
+def test_a_multipart_file_with_a_250_character_extension_is_spooled_under_a_name_the_disk_takes():
+    big = SimpleUploadedFile("x." + "e" * 250, b"0" * (3 * 1024 * 1024))  # over 2.5 MB: Django spools it to disk
+    answer = Client().post("/api/v1/compatibility/", {"draft": "../a", "verifier": "../b", "file": big})
+    assert 400 <= answer.status_code < 500, answer.status_code
+
+
+def test_a_private_certificate_downloads_for_its_owner_by_token_too(measured, owner):
+    from rest_framework.authtoken.models import Token
+
+    certificate = Certificate.objects.get(run=measured[1][0])
+    token = Token.objects.create(user=owner)
+    answer = Client().get(f"/api/v1/certificates/{certificate.pk}/download/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert answer.status_code == 200 and answer.content == certificate.document.encode()
 
 
 def test_a_json_body_over_djangos_limit_says_to_upload_the_file_as_multipart(owner):
@@ -285,3 +341,12 @@ def test_the_pages_show_the_sample_the_quota_and_the_comparison(measured, owner)
     page = client.get(f"/workloads/{workload['id']}/?concurrency=1").content.decode()
     assert "Use spechub-toy/llama-draft-1l." in page and "Only measured levels are compared (1, 4)" in page
     assert "svg" in page and "Download the measured sample" in page
+
+
+def test_the_certify_form_takes_only_plain_pair_ids(pairs, owner):
+    client = client_of(owner)
+    workload = upload(client, FORMATS["text"]).json()
+    for chosen in (["²"], ["9" * 5000], ["-1", "1e3"]):
+        answer = client.post(f"/workloads/{workload['id']}/", {"pair": chosen, "hardware": "cpu"})
+        assert answer.status_code == 422 and "Pick at least one draft" in answer.content.decode(), chosen[0][:8]
+    assert not CertificationRun.objects.exists()
