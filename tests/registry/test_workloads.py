@@ -350,3 +350,45 @@ def test_the_certify_form_takes_only_plain_pair_ids(pairs, owner):
         answer = client.post(f"/workloads/{workload['id']}/", {"pair": chosen, "hardware": "cpu"})
         assert answer.status_code == 422 and "Pick at least one draft" in answer.content.decode(), chosen[0][:8]
     assert not CertificationRun.objects.exists()
+
+
+def at_once(count: int, call):
+    """Run `call(i)` for i < count in threads released together; each thread closes its own connection."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from django.db import connection
+
+    start = Barrier(count)
+
+    def one(i: int):
+        start.wait()
+        try:
+            return call(i)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def test_uploads_and_certifications_at_once_stay_within_the_quotas(pairs, owner, settings):
+    settings.SPECHUB_WORKLOAD_QUOTA, settings.SPECHUB_WORKLOAD_RUN_QUOTA = 3, 2
+    client = client_of(owner)
+    upload(client, FORMATS["text"])  # renders once, so the threads below wait on the lock, not on the Hub
+
+    def another(i: int) -> int:
+        return upload(client_of(owner), f"Q: What is {i} + 1?\nA:\n").status_code
+
+    codes = at_once(8, another)
+    assert Workload.objects.filter(owner=owner).count() == 3 and sorted(codes).count(201) == 2, codes
+    workload = Workload.objects.filter(owner=owner).first()
+    assert workload is not None
+
+    def certify_one(i: int) -> int:
+        drafts = [pairs[i % 2].pk]
+        return client_of(owner).post(f"/api/v1/workloads/{workload.pk}/runs/", {"drafts": drafts},
+                                     content_type="application/json").status_code  # fmt: skip
+
+    codes = at_once(8, certify_one)
+    assert CertificationRun.objects.filter(workload__owner=owner).count() == 2 and codes.count(201) == 2, codes
