@@ -150,11 +150,20 @@ def payload_of(data: bytes) -> Payload:
 
 def _json_object(data: bytes) -> dict[str, Any]:
     try:
-        found = json.loads(data.decode("utf-8"))
+        found = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError) as exc:
         raise CertificateInvalid(f"Not a certificate: the file is not UTF-8 JSON ({exc}).") from None
     if not isinstance(found, dict):
         raise CertificateInvalid("Not a certificate: expected a JSON object.")
+    return found
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: with a key twice, readers disagree on which value was signed."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        twice = sorted({key for key, _ in pairs if sum(k == key for k, _ in pairs) > 1})
+        raise ValueError(f"the key {twice[0]!r} appears more than once in one object")
     return found
 
 

@@ -5,10 +5,13 @@
     spechub runs
     spechub recommend --verifier org/model --concurrency 8
     spechub verify certificate.json [--public-key issuer.pem | --url URL]   # no server needed with a key
-    spechub reproduce certificate.json --out reproduced.json     # needs the engine installed (a worker's venv)
+    spechub reproduce certificate.json --out reproduced.json     # verifies first; needs the engine installed
 
 The server comes from --url, SPECHUB_URL or the config file; the token from SPECHUB_TOKEN or the
-config file (spechub.client). Exit codes: 0 done (and the verdict meets --require); 1 the pair's
+config file, sent only to the configured server (spechub.client). `verify` trusts the key it is
+given, or the key pinned for the server in known_keys.json beside the config file: recorded on
+first use, then never fetched again, and the certificate's issuer must be the one pinned with it.
+Exit codes: 0 done (and the verdict meets --require); 1 the pair's
 or the input's fault; 2 the service's fault or unreachable; 3 a verdict below --require.
 """
 
@@ -22,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from spechub import keyring
 from spechub.client import Client, SpecHubError
 
 LEVELS = {"failed": 0, "provisional": 1, "certified": 2}
@@ -33,6 +37,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="spechub", description="SpecHub's REST API from a shell.")
     server = argparse.ArgumentParser(add_help=False)
     server.add_argument("--url", help="The SpecHub server (default: SPECHUB_URL, or `url` in the config file).")
+    server.add_argument("--allow-http", action="store_true",
+                        help="Allow plain http to another machine (SPECHUB_ALLOW_HTTP=1); https is the default.")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, about: str) -> argparse.ArgumentParser:
@@ -63,11 +69,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     compare.add_argument("--hardware", default="cpu")
     compare.add_argument("--concurrency", type=int, default=1, help="The concurrency the recommendation is for.")
     compare.add_argument("--wait", action="store_true", help="With --certify: follow each run to its end first.")
-    verify = command("verify", "Verify a certificate file's signature and expiry.")
-    verify.add_argument("file", type=Path)
-    verify.add_argument("--public-key", type=Path, help="The issuer's PEM public key; without it, fetched from --url.")
-    reproduce = command("reproduce", "Re-run a certificate's certification here and compare.")
-    reproduce.add_argument("file", type=Path)
+    verify = command("verify", "Verify a certificate file's signature, issuer and expiry.")
+    reproduce = command("reproduce", "Verify a certificate, then re-run its certification here and compare.")
+    for checked in (verify, reproduce):
+        checked.add_argument("file", type=Path)
+        checked.add_argument("--public-key", type=Path,
+                             help="The issuer's PEM public key; without it, the key pinned for the server (first use: fetched "
+                             "and pinned).")  # fmt: skip
+        checked.add_argument("--issuer", help="With --public-key: the issuer the certificate must name (its server's URL).")
     reproduce.add_argument("--out", type=Path, required=True)
     return parser.parse_args(argv)
 
@@ -88,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             return verify(args)
         if args.command == "reproduce":
             return reproduce(args)
-        client = Client.from_environment(url=args.url)
+        client = Client.from_environment(url=args.url, allow_http=args.allow_http)
         return int(COMMANDS[args.command](client, args))
     except SpecHubError as error:
         print(f"spechub: {error.code}: {error.message}", file=sys.stderr)
@@ -167,29 +176,75 @@ def recommend(client: Client, args: argparse.Namespace) -> int:
 
 
 def verify(args: argparse.Namespace) -> int:
-    """Verify offline with a PEM key, or with the key the server publishes; needs no Django, no database."""
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    from cryptography.hazmat.primitives.serialization import load_pem_public_key
-
+    """Verify with a key you trust: a PEM file, or the key pinned for the server; needs no Django, no database."""
     from kernel import certificates
 
-    pem = args.public_key.read_bytes() if args.public_key else Client.from_environment(url=args.url).public_key_pem().encode()
-    key = load_pem_public_key(pem)
-    if not isinstance(key, Ed25519PublicKey):
-        print("spechub: the public key is not an Ed25519 key", file=sys.stderr)
-        return INVALID
-    try:
-        verified = certificates.verify(args.file.read_bytes(), key)
-    except (OSError, certificates.CertificateInvalid) as invalid:
-        print(f"NOT VALID: {invalid}", file=sys.stderr)
+    verified = _verified(args)
+    if verified is None:
         return INVALID
     text, expired = certificates.describe(verified, datetime.now(UTC))
     print(text)
     return EXPIRED if expired else 0
 
 
+def _verified(args: argparse.Namespace) -> Any:
+    """The certificate's verified content, or None after saying on stderr why it is not valid."""
+    from kernel import certificates
+
+    try:
+        key, issuer = _trusted_key(args)
+        verified = certificates.verify(args.file.read_bytes(), key)
+    except (OSError, certificates.CertificateInvalid) as invalid:
+        print(f"NOT VALID: {invalid}", file=sys.stderr)
+        return None
+    named = verified.payload.get("issuer")
+    if issuer and named != issuer:
+        print(f"NOT VALID: the certificate names issuer {named!r}, but the key you trust is {issuer!r}'s.", file=sys.stderr)
+        return None
+    return verified
+
+
+def _trusted_key(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """The key to verify with and the issuer it belongs to: given on the command line, or pinned for the server."""
+    if args.public_key:
+        return _ed25519(args.public_key.read_bytes()), args.issuer
+    client = Client.from_environment(url=args.url, allow_http=args.allow_http)
+    ring = keyring.read()
+    pinned = ring.get(client.base_url)
+    if pinned is None:
+        pinned = {**client.public_key(), "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        key = _ed25519(pinned["public_key_pem"].encode())
+        keyring.write({**ring, client.base_url: pinned})
+        print(f"spechub: trusting {client.base_url}'s key {_key_id(key)} (issuer {pinned['issuer']!r}) on first use; "
+              f"pinned in {keyring.path()}, its certificates are checked against it from now on.", file=sys.stderr)  # fmt: skip
+    return _ed25519(pinned["public_key_pem"].encode()), pinned.get("issuer") or None
+
+
+def _ed25519(pem: bytes) -> Any:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    from kernel import certificates
+
+    try:
+        key = load_pem_public_key(pem)
+    except ValueError as exc:
+        raise certificates.CertificateInvalid(f"The public key is not PEM ({exc}).") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise certificates.CertificateInvalid("The public key is not an Ed25519 key.")
+    return key
+
+
+def _key_id(key: Any) -> str:
+    from kernel import certificates
+
+    return certificates.key_id(key)
+
+
 def reproduce(args: argparse.Namespace) -> int:
-    """Re-run the certification with the engine installed here (`python -m workers reproduce`)."""
+    """Verify the certificate, then re-run its certification with the engine installed here."""
+    if _verified(args) is None:
+        return INVALID
     command = [sys.executable, "-m", "workers", "reproduce", str(args.file), "--out", str(args.out)]
     try:
         return subprocess.run(command, check=False).returncode

@@ -6,10 +6,17 @@
     run = client.wait(submission["run"], on_progress=print)
 
 Every error the server answers comes back as `SpecHubError` with its code and message.
+
+The token goes only to the server it was configured with (SPECHUB_URL or the config file's `url`;
+a token given with no configured server goes to the server named), only on calls that need a
+sign-in, and never over plain http to another machine unless `allow_http` says so. A config file
+that others may write is refused, and one holding a token that others may read, as ssh refuses
+its keys.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import time
 import tomllib
@@ -17,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -36,6 +44,48 @@ def config_file() -> Path:
     return Path(os.environ.get("SPECHUB_CONFIG") or CONFIG).expanduser()
 
 
+def config() -> dict[str, Any]:
+    """The config file's settings ({} when there is none); refused when others may change it or read a token in it."""
+    path = config_file()
+    if not path.is_file():
+        return {}
+    mode = path.stat().st_mode
+    if mode & 0o022:
+        raise SpecHubError(0, "client:config-unsafe",
+                           f"{path} is writable by others, who could point you at their server: chmod 600 {path}")  # fmt: skip
+    try:
+        stored = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SpecHubError(0, "client:config-invalid", f"{path}: {exc}") from None
+    if stored.get("token") and mode & 0o044:
+        raise SpecHubError(0, "client:config-unsafe", f"{path} holds your token and others may read it: chmod 600 {path}")
+    return stored
+
+
+def normalised(url: str) -> str:
+    return url.strip().rstrip("/")
+
+
+def plain_http_check(url: str, *, allow_http: bool) -> None:
+    """Refuse a URL that is not https, unless it is plain http to this machine, or plain http was allowed."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SpecHubError(0, "client:bad-url", f"{url!r} is not a server URL; give one like https://spechub.example")
+    if parts.scheme == "https" or allow_http or _loopback(parts.hostname):
+        return
+    said = "Use https://, or pass --allow-http (SPECHUB_ALLOW_HTTP=1) on a network you trust."
+    raise SpecHubError(
+        0, "client:plain-http", f"{url} is plain http to another machine: a token would cross it unencrypted. {said}"
+    )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @dataclass
 class Client:
     base_url: str
@@ -43,21 +93,26 @@ class Client:
     timeout: float = 60.0
 
     @classmethod
-    def from_environment(cls, url: str | None = None, token: str | None = None) -> Client:
-        """Return a client for `url`, else SPECHUB_URL, else the config file's `url`; the token likewise.
+    def from_environment(cls, url: str | None = None, token: str | None = None, *, allow_http: bool = False) -> Client:
+        """Return a client for `url`, else SPECHUB_URL, else the config file's `url`; the token likewise, for the
+        configured server only.
 
         The config file (SPECHUB_CONFIG, by default ~/.config/spechub/config.toml) holds `url = "..."`
         and `token = "..."`.
         """
-        path = config_file()
-        stored: dict[str, Any] = tomllib.loads(path.read_text()) if path.is_file() else {}
-        found = url or os.environ.get("SPECHUB_URL") or stored.get("url")
+        stored = config()
+        configured = os.environ.get("SPECHUB_URL") or stored.get("url")
+        found = url or configured
         if not found:
-            raise SpecHubError(0, "client:no-server", f"Name a SpecHub server: --url, SPECHUB_URL, or `url` in {path}.")
-        return cls(str(found).rstrip("/"), token or os.environ.get("SPECHUB_TOKEN") or stored.get("token"))
+            raise SpecHubError(0, "client:no-server", f"Name a SpecHub server: --url, SPECHUB_URL, or `url` in {config_file()}.")
+        plain_http_check(str(found), allow_http=allow_http or os.environ.get("SPECHUB_ALLOW_HTTP") == "1")
+        secret = token or os.environ.get("SPECHUB_TOKEN") or stored.get("token")
+        if not token and configured and normalised(str(found)) != normalised(str(configured)):
+            secret = None  # the stored token is the configured server's, never another's
+        return cls(normalised(str(found)), secret)
 
-    def _request(self, method: str, path: str, **options: Any) -> httpx.Response:
-        headers = {"Authorization": f"Token {self.token}"} if self.token else {}
+    def _request(self, method: str, path: str, *, auth: bool = False, **options: Any) -> httpx.Response:
+        headers = {"Authorization": f"Token {self.token}"} if auth and self.token else {}
         try:
             answer = httpx.request(method, f"{self.base_url}{path}", headers=headers, timeout=self.timeout, **options)
         except httpx.HTTPError as exc:
@@ -66,8 +121,8 @@ class Client:
             raise _refusal(answer)
         return answer
 
-    def _json(self, method: str, path: str, **options: Any) -> Any:
-        return self._request(method, path, **options).json()
+    def _json(self, method: str, path: str, *, auth: bool = False, **options: Any) -> Any:
+        return self._request(method, path, auth=auth, **options).json()
 
     def compatibility(self, *, verifier: str, draft: str | None = None, method: str | None = None, k: int | None = None,
                       verifier_revision: str = "main", draft_revision: str = "main") -> dict[str, Any]:  # fmt: skip
@@ -81,14 +136,14 @@ class Client:
         """Submit a draft (signed in): the gate's verdict, and the queued run's id in `run`."""
         body = {"repo_id": draft, "revision": revision, "verifier_repo_id": verifier,
                 "verifier_revision": verifier_revision, "method": method, "num_speculative_tokens": k}  # fmt: skip
-        return dict(self._json("POST", "/api/v1/submissions/", json={k: v for k, v in body.items() if v is not None}))
+        return dict(self._json("POST", "/api/v1/submissions/", auth=True, json={k: v for k, v in body.items() if v is not None}))
 
     def run(self, run_id: int) -> dict[str, Any]:
-        return dict(self._json("GET", f"/api/v1/runs/{run_id}/"))
+        return dict(self._json("GET", f"/api/v1/runs/{run_id}/", auth=True))
 
     def runs(self) -> list[dict[str, Any]]:
         """The newest page of runs."""
-        return list(self._json("GET", "/api/v1/runs/")["results"])
+        return list(self._json("GET", "/api/v1/runs/", auth=True)["results"])
 
     def pair(self, pair_id: int) -> dict[str, Any]:
         return dict(self._json("GET", f"/api/v1/pairs/{pair_id}/"))
@@ -101,23 +156,29 @@ class Client:
         """Upload your own traffic for a verifier (streamed as multipart); the same requests again return the first upload."""
         with path.open("rb") as stream:
             files = {"file": (path.name, stream, "application/octet-stream")}
-            return dict(self._json("POST", "/api/v1/workloads/", data={"verifier": verifier, "name": name}, files=files))
+            return dict(
+                self._json("POST", "/api/v1/workloads/", auth=True, data={"verifier": verifier, "name": name}, files=files)
+            )
 
     def workload_certify(
         self, workload_id: int, *, drafts: list[int] | str = "all", hardware: str = "cpu"
     ) -> list[dict[str, Any]]:
         """Certify drafts (pair ids, or "all" gate-compatible ones) on your workload, privately; return the queued runs."""
-        return list(self._json("POST", f"/api/v1/workloads/{workload_id}/runs/", json={"drafts": drafts, "hardware": hardware}))
+        return list(
+            self._json("POST", f"/api/v1/workloads/{workload_id}/runs/", auth=True, json={"drafts": drafts, "hardware": hardware})
+        )
 
     def workload_report(self, workload_id: int, *, concurrency: int = 1) -> dict[str, Any]:
-        return dict(self._json("GET", f"/api/v1/workloads/{workload_id}/report/", params={"concurrency": concurrency}))
+        return dict(self._json("GET", f"/api/v1/workloads/{workload_id}/report/", auth=True, params={"concurrency": concurrency}))
 
-    def public_key_pem(self) -> str:
-        return str(self._json("GET", "/api/v1/certificates/public-key/")["public_key_pem"])
+    def public_key(self) -> dict[str, str]:
+        """The server's certificate key (PEM) and the issuer its certificates name; anonymous."""
+        found = self._json("GET", "/api/v1/certificates/public-key/")
+        return {"public_key_pem": str(found["public_key_pem"]), "issuer": str(found.get("issuer", ""))}
 
     def certificate_file(self, certificate_id: int) -> bytes:
         """The signed certificate file, byte for byte as issued."""
-        return self._request("GET", f"/api/v1/certificates/{certificate_id}/download/").content
+        return self._request("GET", f"/api/v1/certificates/{certificate_id}/download/", auth=True).content
 
     def wait(self, run_id: int, *, on_progress: Callable[[dict[str, Any]], None] | None = None, poll: float = 2.0,
              timeout: float = 3 * 3600) -> dict[str, Any]:  # fmt: skip

@@ -300,6 +300,7 @@ class PairDetailOut(PairOut):
 class PublicKeyOut(serializers.Serializer[dict[str, Any]]):
     algorithm = serializers.CharField()
     key_id = serializers.CharField()
+    issuer = serializers.CharField(help_text="The `issuer` every certificate this key signs names (SPECHUB_PUBLIC_URL).")
     public_key_pem = serializers.CharField()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -205,12 +206,12 @@ class SubmissionCreate(APIView):
 
 
 class PublicKey(APIView):
-    """The Ed25519 public key that verifies this deployment's certificates, as PEM."""
+    """The Ed25519 public key that verifies this deployment's certificates, as PEM, and the issuer they name."""
 
     @extend_schema(responses=s.PublicKeyOut)
     def get(self, request: Request) -> Response:
         public = verifying_key()
-        body = {"algorithm": certificates.ALGORITHM, "key_id": certificates.key_id(public)}
+        body = {"algorithm": certificates.ALGORITHM, "key_id": certificates.key_id(public), "issuer": settings.SPECHUB_PUBLIC_URL}
         return Response({**body, "public_key_pem": certificates.public_key_pem(public)})
 
 

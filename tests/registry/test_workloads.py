@@ -378,7 +378,7 @@ def test_uploads_and_certifications_at_once_stay_within_the_quotas(pairs, owner,
     upload(client, FORMATS["text"])  # renders once, so the threads below wait on the lock, not on the Hub
 
     def another(i: int) -> int:
-        return upload(client_of(owner), f"Q: What is {i} + 1?\nA:\n").status_code
+        return int(upload(client_of(owner), f"Q: What is {i} + 1?\nA:\n").status_code)
 
     codes = at_once(8, another)
     assert Workload.objects.filter(owner=owner).count() == 3 and sorted(codes).count(201) == 2, codes
