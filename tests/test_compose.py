@@ -29,7 +29,8 @@ def test_it_declares_the_deployment_services():
 def test_flower_is_optional_and_needs_only_the_broker():
     flower = SERVICES["flower"]
     assert flower["profiles"] == ["monitoring"] and "--broker=redis://redis:6379/0" in flower["command"]
-    assert "environment" not in flower  # no database, no keys
+    assert set(flower["environment"]) == {"FLOWER_BASIC_AUTH"}  # no database, no keys
+    assert flower["ports"] == ["127.0.0.1:5555:5555"]  # it can revoke tasks: never published beyond this machine
 
 
 def test_webhook_deliveries_have_their_own_queue_and_worker_apart_from_engines(settings):

@@ -41,8 +41,9 @@ def test_the_cli_submits_waits_for_the_verdict_saves_and_verifies_the_certificat
             )
             done = spechub("submit", "--draft", f"{ORG}/llama-draft-1l", "--verifier", f"{ORG}/llama-verifier", "--wait",
                            "--require", "certified", "--out", "certificate.json", env=client, cwd=tmp_path)  # fmt: skip
-            verified = spechub("verify", "certificate.json", "--url", base, env={"SPECHUB_CONFIG": str(tmp_path / "none.toml")},
-                               cwd=tmp_path)  # first use: the server's key is pinned beside that config
+            verified = spechub(
+                "verify", "certificate.json", "--url", base, env={"SPECHUB_CONFIG": str(tmp_path / "none.toml")}, cwd=tmp_path
+            )  # first use: the server's key is pinned beside that config
             too_strict = spechub(
                 "submit", "--draft", f"{ORG}/eagle3-head", "--wait", "--require", "certified", env=client, cwd=tmp_path
             )

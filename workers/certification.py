@@ -12,11 +12,12 @@ import itertools
 import os
 import platform
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NotRequired, TypedDict, cast
+from typing import NotRequired, TypedDict, TypeVar, cast
 
 from kernel import result
 from kernel.builds import engine_build, installed_versions
@@ -36,6 +37,9 @@ Tick = Callable[[int], None]
 # A block's interval is conditional on its prompts: one per category left a workload without categories two.
 MIN_BLOCK_PROMPTS = 8
 Outputs = dict[str, list[list[int]]]  # token ids per prompt, by category (or by sampling prefix)
+
+
+T = TypeVar("T")
 
 
 class RawCounters(TypedDict):
@@ -143,7 +147,7 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
         greedy, counters, per_prompt = _greedy(engine, bench)
         report(70)
         samples = _sampling(engine, bench) if speculative else {}
-        manifest = engine.manifest()
+        manifest = without_local_paths(engine.manifest(), bench)
     finally:
         engine.stop()
     return {
@@ -412,8 +416,8 @@ def served_commands(bench: Workbench, running: dict[str, serving.Server], start_
     published = bench.gate.recipe.speculative_config if bench.gate and bench.gate.recipe else None
     verifier = (spec.verifier.repo_id, spec.verifier.sha)
     return {
-        "baseline_command": running["baseline"].command,
-        "speculative_command": running["speculative"].command,
+        "baseline_command": without_local_paths(running["baseline"].command, bench),
+        "speculative_command": without_local_paths(running["speculative"].command, bench),
         "baseline_recipe": serve_line(serve_arguments(*verifier, None, conditions)),
         "speculative_recipe": serve_line(serve_arguments(*verifier, published, conditions)),
         "start_seconds": start_seconds,
@@ -482,8 +486,30 @@ def environment(bench: Workbench) -> result.Environment:
             "prompts": len(bench.prompts),
             "private": bench.suite.private,
         },
-        "speculative_config": bench.engine_config,
+        "speculative_config": without_local_paths(bench.engine_config, bench),
     }
+
+
+def without_local_paths(value: T, bench: Workbench) -> T:
+    """`value` with this worker's local paths replaced by what a reader can use: each snapshot folder by the repo
+    and revision it holds, the interpreter by `python`. Documents are public; a worker's disk layout is not."""
+    spec = bench.spec
+    names = {sys.executable: "python", str(bench.paths.get("verifier", "")): f"{spec.verifier.repo_id}@{spec.verifier.sha}"}
+    if spec.draft and "draft" in bench.paths:
+        names[str(bench.paths["draft"])] = f"{spec.draft.repo_id}@{spec.draft.sha}"
+    return cast(T, _replaced(value, {path: name for path, name in names.items() if path}))
+
+
+def _replaced(value: object, names: dict[str, str]) -> object:
+    if isinstance(value, str):
+        for path, name in names.items():
+            value = value.replace(path, name)
+        return value
+    if isinstance(value, dict):
+        return {key: _replaced(item, names) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replaced(item, names) for item in value]
+    return value
 
 
 def _workloads(bench: Workbench) -> dict[str, result.WorkloadFigures]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 
 import jsonschema
 import pytest
@@ -43,6 +44,15 @@ def test_the_trained_draft_is_accepted_often_and_less_often_further_out(certifie
     assert (acceptance["mean_acceptance_length"] or 0.0) > 2.5, acceptance
     rates = acceptance["per_position"]
     assert len(rates) == 4 and all(later <= earlier for earlier, later in itertools.pairwise(rates)), rates
+    # AL's interval over the suite's 28 prompts, from vLLM's own per-request counters, holds the AL it measured.
+    low, high = acceptance["mean_acceptance_length_interval"]
+    assert acceptance["prompts"] == 28 and low <= acceptance["mean_acceptance_length"] <= high
+
+
+def test_the_documents_name_repos_and_revisions_never_the_workers_local_paths(certified_run):
+    published = json.dumps([certified_run.result, certified_run.environment, certified_run.certificate.document])
+    assert "snapshots" not in published and "hub-cache" not in published and sys.executable not in published
+    assert f"{certified_run.pair.draft.repo_id}@{certified_run.pair.draft.sha}" in published
 
 
 def assert_complete(run: CertificationRun) -> None:
