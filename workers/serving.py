@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from kernel import result
+from kernel import children, result
 from kernel.errors import InfraError
 from workers import audit, metrics
 from workers.engines.base import Engine, EngineConfig, SpecCounters
@@ -88,6 +88,7 @@ class Server:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        children.forget(self.process.pid)
 
 
 @contextlib.contextmanager
@@ -117,13 +118,7 @@ def _start(engine: Engine, name: str, config: EngineConfig, log_dir: Path) -> Se
     log = log_dir / f"{name}.log"
     audit.record("server", f"{name} {' '.join(config.server_flags)}".strip())
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **engine.server_environment(config)},
-            start_new_session=True,
-        )
+        process = children.spawn(command, out, {**os.environ, **engine.server_environment(config)})
     return Server(name=name, command=command, port=port, process=process, log=log)
 
 

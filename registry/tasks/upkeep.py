@@ -10,6 +10,7 @@ from typing import Any
 from celery.signals import worker_ready
 from django.conf import settings
 
+from kernel import children
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
 from registry.celery import app, hardware_queues
@@ -92,6 +93,9 @@ def report_engine_build(sender: Any, **_: Any) -> None:
     cleared = workloads.workload_files_clear()
     if cleared:
         logger.info("removed %d workload files a killed run left behind", len(cleared))
+    ended = children.orphans_end()
+    if ended:
+        logger.warning("ended %d engine servers a dead worker left running: %s", len(ended), ended)
     engine = settings.SPECHUB_DEFAULT_ENGINE
     version = installed_engine_build(engine)
     if not version:
