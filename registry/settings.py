@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "registry.logins.KnownDevice",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, so it sees a view's database errors first (and DRF views', which re-raise them).
@@ -325,6 +326,8 @@ SPECHUB_WEBHOOKS_PER_USER = env_int("SPECHUB_WEBHOOKS_PER_USER", 10, minimum=1)
 SPECHUB_LOGIN_FAILURES_PER_ADDRESS = env_int("SPECHUB_LOGIN_FAILURES_PER_ADDRESS", 5, minimum=1)
 SPECHUB_LOGIN_FAILURES_PER_ACCOUNT = env_int("SPECHUB_LOGIN_FAILURES_PER_ACCOUNT", 20, minimum=1)
 SPECHUB_LOGIN_LOCK_SECONDS = env_int("SPECHUB_LOGIN_LOCK_SECONDS", 15 * 60, minimum=1)
+# Password reset emails an hour, per address and per email; past it the page answers the same and sends nothing.
+SPECHUB_PASSWORD_RESETS = env_int("SPECHUB_PASSWORD_RESETS", 3, minimum=1)
 # Deliveries go to this queue; compose gives them their own worker, so a slow receiver never
 # holds up certifications or beat's sweeps. The embedded default and the tests use `default`.
 SPECHUB_NOTIFICATIONS_QUEUE = env_str("SPECHUB_NOTIFICATIONS_QUEUE", "default")

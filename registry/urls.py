@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordChangeView, PasswordResetView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from registry import views, workload_views
-from registry.logins import AdminSignInForm, SignInForm
+from registry.logins import AdminSignInForm, SignInForm, ThrottledPasswordChange, ThrottledPasswordReset
 from registry.metrics import metrics
 
 admin.site.login_form = AdminSignInForm
@@ -28,6 +28,8 @@ urlpatterns = [
     path("workloads/<int:pk>/delete/", workload_views.workload_remove, name="workload-delete"),
     path("workloads/<int:pk>/export.jsonl", workload_views.workload_export, name="workload-export"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
+    path("accounts/password_reset/", PasswordResetView.as_view(form_class=ThrottledPasswordReset), name="password_reset"),
+    path("accounts/password_change/", PasswordChangeView.as_view(form_class=ThrottledPasswordChange), name="password_change"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("registry.api.urls")),

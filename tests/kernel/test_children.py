@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def gone(pid: int) -> bool:
     return state in ("Z", "X")  # a zombie waiting for its new parent to reap it runs nothing
 
 
-def until(check, seconds: float) -> bool:
+def until(check: Callable[[], bool], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if check():

@@ -90,3 +90,42 @@ def test_a_non_staff_users_right_password_at_the_admin_is_not_a_failure():
     for _ in range(4):
         assert "Too many failed sign-ins" not in sign_in(client, "/admin/login/", "alice", "right horse")
     assert client.post("/accounts/login/", {"username": "alice", "password": "right horse"}).status_code == 302
+
+
+def test_a_stranger_locking_the_account_everywhere_does_not_lock_out_the_owners_known_browser(settings):
+    settings.SPECHUB_LOGIN_FAILURES_PER_ACCOUNT = 4
+    User.objects.create_user("alice", password="right horse")
+    owner = Client(REMOTE_ADDR="198.51.100.7")
+    assert owner.post("/accounts/login/", {"username": "alice", "password": "right horse"}).status_code == 302
+    owner.post("/accounts/logout/")  # signed out; the browser keeps its known-device cookie
+    for attempt in range(6):  # from six addresses: past the account-wide limit, never past one address's
+        sign_in(Client(REMOTE_ADDR=f"203.0.113.{attempt}"), "/accounts/login/", "alice", "wrong")
+    new_browser = Client(REMOTE_ADDR="198.51.100.8")
+    assert "Too many failed sign-ins" in sign_in(new_browser, "/accounts/login/", "alice", "right horse")
+    assert owner.post("/accounts/login/", {"username": "alice", "password": "right horse"}).status_code == 302
+
+
+def test_password_resets_past_the_hourly_limit_answer_the_same_and_send_nothing(settings):
+    from django.core import mail
+
+    settings.SPECHUB_PASSWORD_RESETS = 3
+    User.objects.create_user("alice", email="alice@example.org", password="right horse")
+    answers = [Client().post("/accounts/password_reset/", {"email": "alice@example.org"}) for _ in range(8)]
+    assert {(a.status_code, a["Location"]) for a in answers} == {(302, "/accounts/password_reset/done/")}
+    assert len(mail.outbox) == 3
+
+
+def test_wrong_current_passwords_at_a_password_change_lock_like_sign_ins():
+    alice = User.objects.create_user("alice", password="right horse")
+    client = Client()
+    client.force_login(alice)
+
+    def change(old: str) -> str:
+        body = {"old_password": old, "new_password1": "a new long passphrase", "new_password2": "a new long passphrase"}
+        return client.post("/accounts/password_change/", body).content.decode()
+
+    pages = [change("wrong") for _ in range(3)]
+    assert all("Too many wrong passwords" not in page for page in pages)
+    assert "Too many wrong passwords" in change("right horse")
+    alice.refresh_from_db()
+    assert alice.check_password("right horse")
