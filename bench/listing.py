@@ -1,12 +1,14 @@
-"""Benchmark: the API pair list over 10k pairs and 100k runs in PostgreSQL (targets: p95 ≤ 25 ms, ≤ 6 queries).
+"""Benchmark: the API pair list over 10k pairs and 100k runs in PostgreSQL, and ten times that with --scale 10
+(targets: p95 ≤ 25 ms for every query shape, the query count constant).
 
-It creates (or reuses) a database `spechub_bench` on the server in DATABASE_URL,
-fills it once, then times `GET /api/v1/pairs/` in-process for several pages,
-filters and sorts, counting queries for each. Run: `python -m bench.listing`.
+It creates (or reuses) a database `spechub_bench` (`spechub_bench_x10` at --scale 10) on the server in
+DATABASE_URL, fills it once, then times `GET /api/v1/pairs/` in-process for several pages, filters,
+sorts and a substring search, counting queries for each. Run: `python -m bench.listing [--scale 10]`.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 import statistics
@@ -14,7 +16,9 @@ import sys
 import time
 from urllib.parse import urlsplit, urlunsplit
 
-PAIRS, RUNS, REQUESTS = 10_000, 100_000, 300
+SCALE = int(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1
+PAIRS, RUNS, REQUESTS = 10_000 * SCALE, 100_000 * SCALE, 300
+DATABASE = "spechub_bench" if SCALE == 1 else f"spechub_bench_x{SCALE}"
 QUERIES = [
     {},
     {"page": "200"},
@@ -31,9 +35,9 @@ def use_bench_database() -> None:
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/spechub")
     parts = urlsplit(base)
     with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = 'spechub_bench'").fetchone():
-            admin.execute("CREATE DATABASE spechub_bench")
-    os.environ["DATABASE_URL"] = urlunsplit(parts._replace(path="/spechub_bench"))
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone():
+            admin.execute(f"CREATE DATABASE {DATABASE}")
+    os.environ["DATABASE_URL"] = urlunsplit(parts._replace(path=f"/{DATABASE}"))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     os.environ["ALLOWED_HOSTS"] = "testserver"
     import django
@@ -48,13 +52,22 @@ def sha(number: int) -> str:
 def fill() -> None:
     from django.core.management import call_command
     from django.db import connection
+
+    from registry.models import Pair
+
+    call_command("migrate", verbosity=0)
+    if Pair.objects.count() < PAIRS:
+        _rows()
+    with connection.cursor() as cursor:  # dead rows vacuumed and planner statistics, as autovacuum keeps a live database
+        cursor.execute("VACUUM ANALYZE")
+
+
+def _rows() -> None:
+    from django.db import connection
     from django.utils import timezone
 
     from registry.models import CertificationRun, HubModel, Method, Pair
 
-    call_command("migrate", verbosity=0)
-    if Pair.objects.count() >= PAIRS:
-        return
     rng = random.Random(0)  # noqa: S311 - test data, not security
     verifiers = HubModel.objects.bulk_create(
         [
@@ -78,15 +91,16 @@ def fill() -> None:
         batch_size=2000,
     )  # fmt: skip
     now = timezone.now()
-    CertificationRun.objects.bulk_create(
-        [
-            CertificationRun(pair=rng.choice(pairs), engine="vllm", hardware="cpu", state="finished", finished_at=now)
-            for _ in range(RUNS)
-        ],
-        batch_size=5000,
-    )
-    with connection.cursor() as cursor:  # planner statistics, as autovacuum would gather on a live database
-        cursor.execute("ANALYZE")
+    for _ in range(0, RUNS, 50_000):  # in slices: a million rows at once would not fit in memory comfortably
+        CertificationRun.objects.bulk_create(
+            [
+                CertificationRun(pair=rng.choice(pairs), engine="vllm", hardware="cpu", state="finished", finished_at=now)
+                for _ in range(50_000)
+            ],
+            batch_size=5000,
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(importlib.import_module("registry.migrations.0015_pair_search").FILL)  # bulk_create skips save()
 
 
 def measure() -> None:
@@ -95,21 +109,25 @@ def measure() -> None:
     from django.test.utils import CaptureQueriesContext
 
     client = Client()
-    timings: list[float] = []
+    timings: dict[str, list[float]] = {str(query): [] for query in QUERIES}
     queries: dict[str, int] = {}
     for number in range(REQUESTS):
         query = QUERIES[number % len(QUERIES)]
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
-            response = client.get("/api/v1/pairs/", query)
-            timings.append((time.perf_counter() - started) * 1000)
+            response = client.get("/api/v1/pairs/", query, secure=True)  # DEBUG off redirects plain http
+            timings[str(query)].append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200, response.content[:300]
         queries[str(query)] = len(captured)
-    timings.sort()
-    p95 = timings[int(len(timings) * 0.95)]
+    worst = 0.0
+    for shape, found in timings.items():
+        found.sort()
+        p95 = found[int(len(found) * 0.95)]
+        worst = max(worst, p95)
+        print(f"  {shape or '{}'}: median {statistics.median(found):.1f} ms, p95 {p95:.1f} ms")
     print(
-        f"pairs {PAIRS}, runs {RUNS}: GET /api/v1/pairs/ over {REQUESTS} requests: median {statistics.median(timings):.1f} ms, "
-        f"p95 {p95:.1f} ms (target <= 25 ms): {'OK' if p95 <= 25 else 'OVER TARGET'}"
+        f"pairs {PAIRS}, runs {RUNS}: GET /api/v1/pairs/ over {REQUESTS} requests: worst p95 of a query shape "
+        f"{worst:.1f} ms (target <= 25 ms): {'OK' if worst <= 25 else 'OVER TARGET'}"
     )
     print(
         f"queries per request by query: {queries} (target: constant, <= 6): "

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, QuerySet
 
-from registry.models import HubModel, Method, Pair, Verdict
+from registry.models import Method, Pair, Verdict
 
 SORTS = {
     "newest": [F("created_at").desc(), F("id").desc()],
@@ -34,10 +34,9 @@ class PairFilter(django_filters.FilterSet):
         fields: list[str] = []
 
     def filter_search(self, queryset: QuerySet[Pair], name: str, value: str) -> QuerySet[Pair]:
-        # Matching models first lets PostgreSQL use the pair's foreign-key indexes (an OR across
-        # two joins would scan every pair).
-        models = HubModel.objects.filter(repo_id__icontains=value).values("id")  # the family has its own filter
-        return queryset.filter(Q(draft_id__in=models) | Q(verifier_id__in=models))
+        return queryset.filter(
+            search__contains=value.upper()
+        )  # one trigram index (migration 0015); the family has its own filter
 
     def filter_sort(self, queryset: QuerySet[Pair], name: str, value: str) -> QuerySet[Pair]:
         return queryset.order_by(*SORTS.get(value, SORTS["newest"]))

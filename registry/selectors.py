@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from django.conf import settings
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Case, QuerySet, Value, When
 from django.urls import reverse
 from django.utils import timezone
 
@@ -32,7 +32,7 @@ def pairs_list(*, search: str = "") -> QuerySet[Pair]:
     """Return pairs, newest first, matching `search` on draft or verifier repo id."""
     pairs = Pair.objects.select_related("verifier", "draft")
     if search:
-        pairs = pairs.filter(Q(draft__repo_id__icontains=search) | Q(verifier__repo_id__icontains=search))
+        pairs = pairs.filter(search__contains=search.upper())
     return pairs.order_by("-created_at", "-id")
 
 

@@ -7,6 +7,7 @@ import re
 from django.core.exceptions import ValidationError
 
 from kernel.formats.inputs import is_repo_id
+from kernel.formats.rules import not_lossless
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _REVISION = re.compile(r"^(?![./-])(?!.*\.\.)(?!.*//)[A-Za-z0-9_./-]{1,200}(?<![./])$")
@@ -39,3 +40,12 @@ def validate_revision(value: str) -> None:
             f"{_echo(value)} is not a valid revision; use a branch, a tag or a commit sha without '..' or leading '/'.",
             code="invalid-revision",
         )
+
+
+def validate_lossless_options(options: object) -> None:
+    """Refuse pair options that make speculation lossy, with the gate's own reasons (kernel.formats.rules)."""
+    if not isinstance(options, dict):
+        raise ValidationError("Options must be a JSON object of speculative-config keys.", code="invalid")
+    problems = [message for _, message in not_lossless(options)]
+    if problems:
+        raise ValidationError(" ".join(problems), code="not-lossless")

@@ -58,6 +58,8 @@ HINTS: dict[str, str] = {
     "gate:safety-code-files": "",
     # k
     "gate:k-range": "Choose a num_speculative_tokens between 1 and the maximum shown.",
+    "gate:lossless-rejection-method": "Remove rejection_sample_method from the options: the standard sampler is the default.",
+    "gate:lossless-synthetic": "Remove the synthetic acceptance options: a certificate states what the pair itself does.",
     "gate:k-divisible": "Choose a num_speculative_tokens divisible by the head's n_predict.",
     "gate:k-trained": "",
 }

@@ -15,7 +15,7 @@ HINTS, and add one test under tests/kernel/formats/.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kernel.formats.findings import Finding, error, info, warning
@@ -296,4 +296,26 @@ def k_rule(ctx: Context) -> Iterator[Finding]:
         yield info("gate:k-trained", f"The head was configured for {fmt.speculative_tokens} tokens; certifying k={k}.")
 
 
-RULES: list[Rule] = [format_rule, verifier_rule, tokenizer_rule, mapping_rule, geometry_rule, safety_rule, k_rule]
+# Speculative-config keys that make speculation lossy: the outputs then differ from the verifier's, and synthetic
+# acceptance makes vLLM's own counters report an invented AL. Certifying such a pair would certify the setting.
+LOSSY_KEYS = {"synthetic_acceptance_rates", "synthetic_acceptance_length"}
+
+
+def not_lossless(options: Mapping[str, object]) -> Iterator[tuple[str, str]]:
+    """(code, message) for each pair option that makes speculation not lossless as SpecHub certifies it."""
+    method = options.get("rejection_sample_method", "standard")
+    if method != "standard":
+        yield ("gate:lossless-rejection-method",
+               f"rejection_sample_method is {method!r}: SpecHub certifies vLLM's standard rejection sampler only, the "
+               "one its qualification controls prove lossless ('synthetic' accepts drafts at an invented rate).")  # fmt: skip
+    for key in sorted(LOSSY_KEYS & set(options)):
+        yield "gate:lossless-synthetic", f"{key} sets an invented acceptance: the counters and the outputs would be made up."
+
+
+def lossless_rule(ctx: Context) -> Iterator[Finding]:
+    """Pair options may not make speculation lossy: no rejection method but the standard one, no synthetic acceptance."""
+    for code, message in not_lossless(ctx.input.options):
+        yield error(code, message)
+
+
+RULES: list[Rule] = [format_rule, verifier_rule, tokenizer_rule, mapping_rule, geometry_rule, safety_rule, k_rule, lossless_rule]

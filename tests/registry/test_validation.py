@@ -36,3 +36,15 @@ def test_a_file_name_with_a_final_newline_is_not_safe():
 def test_the_api_answers_a_newline_in_a_repo_id_with_a_400_naming_the_field():
     response = APIClient().post("/api/v1/compatibility/", {"verifier": "org\n/name"}, format="json")
     assert response.status_code == 400 and "verifier" in response.json()["error"]["details"]
+
+
+def test_a_pair_with_lossy_options_is_refused_wherever_it_is_saved_with_the_gates_reason(db):
+    from django.core.exceptions import ValidationError
+
+    from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
+
+    verifier = hub_model_get_or_create(repo_id="org/verifier", sha="a" * 40, role="verifier")[0]
+    with pytest.raises(ValidationError) as refused:
+        pair_get_or_create(verifier=verifier, draft=None, method="ngram", num_speculative_tokens=4,
+                           options={"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 3.5})  # fmt: skip
+    assert "standard rejection sampler only" in str(refused.value) and "invented acceptance" in str(refused.value)

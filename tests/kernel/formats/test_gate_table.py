@@ -255,7 +255,15 @@ ROWS: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
     ("draft-model-needs-a-draft", {"draft": None, "draftless": True, "method": "draft_model"}, {"gate:format-unknown"}, set()),
     ("ngram", {"draft": None, "draftless": True, "method": "ngram", "options": {"prompt_lookup_max": 4}}, set(), set()),
     ("suffix", {"draft": None, "draftless": True, "method": "suffix"}, set(), set()),
-]
+    # Options that make speculation lossy are refused: synthetic acceptance invents the counters and the outputs.
+    ("synthetic-rejection", {"draft": None, "draftless": True, "method": "ngram",
+                             "options": {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 3.5}},
+     {"gate:lossless-rejection-method", "gate:lossless-synthetic"}, set()),
+    ("block-verification", {"draft": EAGLE3_LLAMA, "tensors": LLAMA_MAPPING, "options": {"rejection_sample_method": "block"}},
+     {"gate:lossless-rejection-method"}, set()),
+    ("standard-rejection-said-aloud", {"draft": EAGLE3_LLAMA, "tensors": LLAMA_MAPPING,
+                                       "options": {"rejection_sample_method": "standard"}}, set(), set()),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("kwargs", "errors", "others"), [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
