@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 
 import pytest
 
@@ -27,7 +26,9 @@ def test_the_published_recipe_is_the_command_that_served_the_shared_certificatio
     recipe = shlex.split(published["speculative_recipe"])
     command = published["speculative_command"]
     assert recipe[:5] == ["vllm", "serve", pair.verifier.repo_id, "--revision", pair.verifier.sha]
-    assert command[3] == "--model" and Path(command[4]).name == pair.verifier.sha  # the pinned snapshot, on disk
+    # The pinned snapshot served from the worker's disk, published as the repo and revision it holds.
+    assert command[:5] == ["python", "-m", "vllm.entrypoints.openai.api_server", "--model",
+                           f"{pair.verifier.repo_id}@{pair.verifier.sha}"]  # fmt: skip
     assert command[-4:-1] == ["--host", "127.0.0.1", "--port"]
     published_flags, ran_flags = recipe[5:], command[5:-4]
     assert [f for f in published_flags if f.startswith("--")] == [f for f in ran_flags if f.startswith("--")]
@@ -35,6 +36,7 @@ def test_the_published_recipe_is_the_command_that_served_the_shared_certificatio
         assert published_flags[published_flags.index(flag) + 1] == ran_flags[ran_flags.index(flag) + 1]
     published_config = json.loads(published_flags[published_flags.index("--speculative-config") + 1])
     ran_config = json.loads(ran_flags[ran_flags.index("--speculative-config") + 1])
+    assert ran_config["model"] == f"{pair.draft.repo_id}@{pair.draft.sha}"  # the draft's snapshot, named
     assert published_config == {**ran_config, "model": pair.draft.repo_id, "revision": pair.draft.sha}
     assert shlex.split(published["baseline_recipe"]) == [*recipe[:5], *published_flags[2:]]  # no speculative config
     assert "--speculative-config" not in published["baseline_command"]  # the verifier alone does not speculate
