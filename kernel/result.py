@@ -40,6 +40,11 @@ class Counts(TypedDict):
     accepted_per_position: list[int]
 
 
+class AtK(TypedDict):
+    k: int
+    mean_acceptance_length: float
+
+
 class Acceptance(TypedDict):
     mean_acceptance_length: float | None
     acceptance_rate: float | None
@@ -47,6 +52,7 @@ class Acceptance(TypedDict):
     counts: Counts
     prompts: NotRequired[int]  # prompts with their own counters; absent where the engine did not count per request
     mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over prompts; absent below 8 prompts
+    by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
 
 
 class Divergence(TypedDict):

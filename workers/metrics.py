@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kernel.result import Acceptance, ChiSquare, Divergence, Greedy
+from kernel.result import Acceptance, AtK, ChiSquare, Divergence, Greedy
 from kernel.stats import t_975, t_quantile
 from workers.engines.base import SpecCounters
 
@@ -36,12 +36,27 @@ def acceptance(counters: SpecCounters, prompts: Sequence[SpecCounters] | None = 
             "accepted_per_position": list(counters.per_position),
         },
     }
+    if drafts and counters.per_position:
+        figures["by_k"] = acceptance_by_k(counters)
     if prompts is not None:
         figures["prompts"] = len(prompts)
         interval = acceptance_interval([p.drafts for p in prompts], [p.accepted for p in prompts])
         if interval is not None:
             figures["mean_acceptance_length_interval"] = list(interval)
     return figures
+
+
+def acceptance_by_k(counters: SpecCounters) -> list[AtK]:
+    """AL had the pair drafted only k tokens a step, for each k up to the K that ran: 1 + Σ_{i ≤ k} rate_i.
+
+    A chain draft reaches position i only through positions 1..i-1, so a step that accepted j of K tokens
+    would have accepted min(j, k) of k; vLLM's per-position counts over drafting steps give the share of steps
+    reaching each position. Steps restart where the last one ended, so a run at k splits the text into other
+    steps: the figure is the K run's, read at k, equal to a run at k up to counting noise
+    (tests/workers/engines/test_vllm.py measures both).
+    """
+    reached = [n / counters.drafts for n in counters.per_position]
+    return [{"k": k, "mean_acceptance_length": 1 + sum(reached[:k])} for k in range(1, len(reached) + 1)]
 
 
 def acceptance_interval(drafts: Sequence[int], accepted: Sequence[int]) -> tuple[float, float] | None:

@@ -275,3 +275,16 @@ def test_the_pair_page_run_page_and_run_api_show_the_serving_feature_grid(servin
 def test_a_pair_measured_before_the_smoke_tier_says_so(certified_pair):
     pair, _ = certified_pair
     assert "measured before the smoke tier" in Client().get(f"/pairs/{pair.pk}/").content.decode()
+
+
+def test_the_pair_page_reads_al_at_each_smaller_k_and_says_speed_was_measured_at_one(certified_pair):
+    from workers import metrics
+    from workers.engines.base import SpecCounters
+
+    pair, run = certified_pair
+    counts = SpecCounters(drafts=100, draft_tokens=400, accepted=220, per_position=(80, 60, 45, 35))
+    run.result["stages"]["speculative"]["acceptance"] = metrics.acceptance(counts)
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert "k=1 <strong>1.80</strong> · k=2 <strong>2.40</strong> · k=3 <strong>2.85</strong> · k=4 <strong>3.20</strong>" in page
+    assert f"speed was measured at k={pair.num_speculative_tokens} only" in page

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
 
-from tests.workers.engines.toy import HEAD, VERIFIER, draft_model, suite_prompts, tokenizer
+from tests.workers.engines.toy import DRAFT, HEAD, VERIFIER, draft_model, suite_prompts, tokenizer
 from workers import metrics
 from workers.engines import load_engine
 from workers.engines.base import EngineConfig, Sampling, SpecCounters
@@ -111,3 +112,26 @@ def test_a_random_eagle3_head_is_almost_never_accepted(prompts, tmp_path):
 
 # vLLM's own sampler against the exact distribution is the qualification's verifier-alone control, run with a stated
 # power by tests/workers/test_qualification_vllm.py; this module starts no engine for it.
+
+
+def steps_spread(counters: SpecCounters, k: int) -> float:
+    """The standard error of AL read at k: tokens accepted a step, j = Σ_{i≤k} 1[position i reached], over the steps.
+
+    E[j] = Σ r_i and E[j²] = Σ_l (2l - 1) r_l, with r_i the share of steps reaching position i.
+    """
+    reached = [n / counters.drafts for n in counters.per_position[:k]]
+    mean, square = sum(reached), sum((2 * position - 1) * r for position, r in enumerate(reached, start=1))
+    return math.sqrt(max(square - mean * mean, 0.0) / counters.drafts)
+
+
+def test_al_read_at_each_smaller_k_from_one_run_matches_runs_at_that_k(prompts):
+    """The trained draft at K = 4, read at k = 1 and 2, against real runs at k = 1 and 2 on the same prompts, within
+    three standard errors of the two figures' per-step counting noise together."""
+    _, at_four, _ = measured(draft_model(DRAFT, 4), prompts)
+    by_k = {row["k"]: row["mean_acceptance_length"] for row in metrics.acceptance(at_four)["by_k"]}
+    assert list(by_k) == [1, 2, 3, 4] and by_k[4] == metrics.acceptance(at_four)["mean_acceptance_length"]
+    for k in (1, 2):
+        _, direct, _ = measured(draft_model(DRAFT, k), prompts)
+        ran = metrics.acceptance(direct)["mean_acceptance_length"] or 0.0
+        noise = 3 * math.hypot(steps_spread(at_four, k), steps_spread(direct, k))
+        assert abs(by_k[k] - ran) <= noise, f"k={k}: read {by_k[k]:.3f} from K=4, ran {ran:.3f} (noise {noise:.3f})"
