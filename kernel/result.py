@@ -186,7 +186,8 @@ class Throughput(TypedDict):
 
 
 class SmokeFeature(TypedDict):
-    """One serving feature with speculation: equal, differs, runs, fails or not-supported (workers/smoke.py)."""
+    """One serving feature with speculation: equal, differs, runs, fails, not-supported, speculation off or
+    parameter ignored (workers/smoke.py)."""
 
     feature: str
     outcome: str

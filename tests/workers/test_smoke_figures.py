@@ -94,3 +94,39 @@ def test_a_failing_group_is_split_in_halves_and_only_a_single_feature_is_judged_
 
 def test_long_prompts_are_built_to_the_exact_length_from_the_suite_constructed():
     assert smoke._long([[1, 2, 3], [4]], 10) == [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]
+
+
+class Served:
+    """Two stand-in servers: what each answers a request class, and the drafting steps the pair's counts."""
+
+    def __init__(self, *, drafts_with_parameters: bool, pair_follows_parameters: bool) -> None:
+        self.drafts, self.with_parameters, self.follows = 0, drafts_with_parameters, pair_follows_parameters
+
+    def generate(self, server, model, prompts, max_tokens, **extra):
+        speculative = server.name == "speculative"
+        if speculative and (self.with_parameters or not extra):
+            self.drafts += 5
+        honoured = extra and (not speculative or self.follows)
+        return [[9, 9] if honoured else [1, 2, 3] for _ in prompts]
+
+
+def grid(monkeypatch, served: Served) -> dict[str, dict[str, object]]:
+    from workers.engines.base import SpecCounters
+
+    monkeypatch.setattr(smoke, "generate", served.generate)
+    monkeypatch.setattr(serving, "served_counters", lambda server: SpecCounters(drafts=served.drafts))
+    return {f["feature"]: dict(f) for f in smoke.request_classes(SIDES, "m", [[1], [2]])}  # type: ignore[arg-type]
+
+
+def test_a_request_class_the_pair_drafts_nothing_for_reads_speculation_off_constructed(monkeypatch):
+    found = grid(monkeypatch, Served(drafts_with_parameters=False, pair_follows_parameters=True))
+    assert set(found) == set(smoke.REQUEST_CLASSES)
+    assert {f["outcome"] for f in found.values()} == {"speculation off"}
+    assert "drafted nothing during these requests" in str(found["min_p"]["detail"])
+
+
+def test_a_parameter_the_pair_drops_reads_parameter_ignored_and_one_it_keeps_reads_equal_constructed(monkeypatch):
+    ignored = grid(monkeypatch, Served(drafts_with_parameters=True, pair_follows_parameters=False))
+    assert {f["outcome"] for f in ignored.values()} == {"parameter ignored"}
+    kept = grid(monkeypatch, Served(drafts_with_parameters=True, pair_follows_parameters=True))
+    assert {f["outcome"] for f in kept.values()} == {"equal"} and "5 drafting steps with it" in str(kept["logprobs"]["detail"])
