@@ -275,11 +275,20 @@ def public_key_pem(public_key: Ed25519PublicKey) -> str:
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """Return the Ed25519 public key stored as PEM at `path`, or raise CertificateInvalid."""
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
-    except (OSError, ValueError) as exc:
+        pem = path.read_bytes()
+    except OSError as exc:
         raise CertificateInvalid(f"Cannot read a PEM public key from {path}: {exc}") from None
+    return public_key_from_pem(pem, str(path))
+
+
+def public_key_from_pem(pem: bytes, source: str) -> Ed25519PublicKey:
+    """Return the Ed25519 public key in `pem` (read from `source`, which errors name), or raise CertificateInvalid."""
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except ValueError as exc:
+        raise CertificateInvalid(f"Cannot read a PEM public key from {source}: {exc}") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise CertificateInvalid(f"{path} holds a {type(key).__name__}, not an Ed25519 public key.")
+        raise CertificateInvalid(f"{source} holds a {type(key).__name__}, not an Ed25519 public key.")
     return key
 
 

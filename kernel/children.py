@@ -26,14 +26,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from kernel.paths import var_dir
+
 PR_SET_PDEATHSIG = 1
 # Looked up once, here: between fork and exec the child should call, not load a library (other threads may hold locks).
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
 
 
 def records_dir() -> Path:
-    var = Path(os.environ.get("SPECHUB_VAR_DIR") or Path(__file__).parents[1] / "var")
-    return var / "servers"
+    return var_dir() / "servers"
 
 
 def spawn(command: list[str], out: IO[bytes], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
@@ -66,7 +67,7 @@ def orphans_end() -> list[int]:
     ended = []
     for record in sorted(records_dir().glob("*.json")) if records_dir().is_dir() else []:
         pid = int(record.stem)
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, KeyError):  # a record that cannot be read is dropped
             if _alive(int(json.loads(record.read_text())["worker"])):
                 continue
             with contextlib.suppress(ProcessLookupError):
@@ -82,5 +83,5 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass  # alive, and another user's
     return True

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel.errors import UserError
+from kernel.paths import var_dir
 
 CATEGORIES = ("code", "translation", "summarization", "chat", "math", "qa", "rag")
 CUSTOM = "custom"
@@ -47,8 +48,7 @@ REFERENCE = re.compile(r"sha256:([0-9a-f]{64})")
 
 def workload_dir() -> Path:
     """Where the certify task leaves a registry workload for the worker measuring it (the registry and workers agree)."""
-    var = Path(os.environ.get("SPECHUB_VAR_DIR") or Path(__file__).parents[1] / "var")
-    return Path(os.environ.get("SPECHUB_WORKLOAD_DIR") or var / "workloads")
+    return Path(os.environ.get("SPECHUB_WORKLOAD_DIR") or var_dir() / "workloads")
 
 
 def workload_path(sha256: str, run_id: int) -> Path:

@@ -112,7 +112,9 @@ class Pair(models.Model):
         indexes = [models.Index(F("created_at").desc(), F("id").desc(), name="pair_newest")]
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        self.search = search_text(self)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is None or "search" in update_fields:  # a listing update leaves the repos, and their rows, alone
+            self.search = search_text(self)
         super().save(*args, **kwargs)
 
     def __str__(self) -> str:

@@ -206,39 +206,23 @@ def _verified(args: argparse.Namespace) -> Any:
 
 def _trusted_key(args: argparse.Namespace) -> tuple[Any, str | None]:
     """The key to verify with and the issuer it belongs to: given on the command line, or pinned for the server."""
+    from kernel import certificates
+
     if args.public_key:
-        return _ed25519(args.public_key.read_bytes()), args.issuer
+        return certificates.load_public_key(args.public_key), args.issuer
     client = Client.from_environment(url=args.url, allow_http=args.allow_http)
     ring = keyring.read()
     pinned = ring.get(client.base_url)
+    first_use = pinned is None
     if pinned is None:
         pinned = {**client.public_key(), "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        key = _ed25519(pinned["public_key_pem"].encode())
+    key = certificates.public_key_from_pem(pinned["public_key_pem"].encode(), f"the key pinned for {client.base_url}")
+    if first_use:
         keyring.write({**ring, client.base_url: pinned})
-        print(f"spechub: trusting {client.base_url}'s key {_key_id(key)} (issuer {pinned['issuer']!r}) on first use; "
-              f"pinned in {keyring.path()}, its certificates are checked against it from now on.", file=sys.stderr)  # fmt: skip
-    return _ed25519(pinned["public_key_pem"].encode()), pinned.get("issuer") or None
-
-
-def _ed25519(pem: bytes) -> Any:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    from cryptography.hazmat.primitives.serialization import load_pem_public_key
-
-    from kernel import certificates
-
-    try:
-        key = load_pem_public_key(pem)
-    except ValueError as exc:
-        raise certificates.CertificateInvalid(f"The public key is not PEM ({exc}).") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise certificates.CertificateInvalid("The public key is not an Ed25519 key.")
-    return key
-
-
-def _key_id(key: Any) -> str:
-    from kernel import certificates
-
-    return certificates.key_id(key)
+        said = f"{client.base_url}'s key {certificates.key_id(key)} (issuer {pinned['issuer']!r})"
+        print(f"spechub: trusting {said} on first use; pinned in {keyring.path()}, its certificates are checked against it "
+              "from now on.", file=sys.stderr)  # fmt: skip
+    return key, pinned.get("issuer") or None
 
 
 def reproduce(args: argparse.Namespace) -> int:

@@ -134,16 +134,11 @@ def request_classes(sides: Sides, model: str, prompts: Sequence[list[int]]) -> l
     follow the parameter as the verifier alone's does."""
     asked = list(prompts[:2])
     plain = generate(sides["baseline"], model, asked, CLASS_TOKENS)
-    drafted = _drafts(sides["speculative"], lambda s: generate(s, model, asked, CLASS_TOKENS))
+    before = serving.served_counters(sides["speculative"]).drafts  # nothing else is sent to the server meanwhile
+    generate(sides["speculative"], model, asked, CLASS_TOKENS)
+    drafted = serving.served_counters(sides["speculative"]).drafts - before
     classes = {**REQUEST_CLASSES, "logit_bias": {"logit_bias": {str(plain[0][0]): -100}} if plain[0] else {}}
     return [_request_class(name, extra, sides, model, asked, plain, drafted > 0) for name, extra in classes.items()]
-
-
-def _drafts(server: serving.Server, call: Callable[[serving.Server], object]) -> int:
-    """The drafting steps the server counted while `call` ran (nothing else is sent to it meanwhile)."""
-    before = serving.served_counters(server).drafts
-    call(server)
-    return serving.served_counters(server).drafts - before
 
 
 def _request_class(name: str, extra: dict[str, Any], sides: Sides, model: str, asked: list[list[int]], plain: Outputs,
