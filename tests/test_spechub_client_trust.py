@@ -73,7 +73,9 @@ def configured(path: Path, url: str, mode: int = 0o600) -> None:
     path.chmod(mode)
 
 
-def test_the_token_goes_only_to_the_configured_server_and_only_where_a_sign_in_is_needed(config, recording):
+def test_the_token_goes_only_to_the_configured_server_and_only_where_a_sign_in_is_needed_with_a_recording_server(
+    config, recording
+):
     home, seen = recording
     configured(config, home)
     client = Client.from_environment()

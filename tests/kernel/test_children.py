@@ -47,7 +47,7 @@ def records(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the parent-death signal is Linux's")
-def test_a_server_dies_within_seconds_of_its_worker_being_killed(records):
+def test_a_stand_in_server_dies_within_seconds_of_its_stand_in_worker_being_killed(records):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     worker = subprocess.Popen([sys.executable, "-c", WORKER], stdout=subprocess.PIPE, env=env, text=True)
     assert worker.stdout is not None
@@ -58,7 +58,7 @@ def test_a_server_dies_within_seconds_of_its_worker_being_killed(records):
     assert until(lambda: gone(server), 5.0), f"server {server} outlived its worker by 5 s"
 
 
-def test_a_starting_worker_ends_the_servers_a_dead_worker_left_and_no_others(records):
+def test_a_starting_worker_ends_the_stand_in_servers_a_dead_worker_left_and_no_others(records):
     dead = subprocess.Popen(["true"])
     dead.wait()
     left = subprocess.Popen(["sleep", "300"], start_new_session=True)

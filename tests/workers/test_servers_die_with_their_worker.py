@@ -50,7 +50,7 @@ def groups(leaders: list[int]) -> list[int]:
     return found
 
 
-def test_no_vllm_process_outlives_a_worker_killed_while_its_servers_run(tmp_path):
+def test_no_vllm_process_outlives_a_stand_in_worker_killed_while_its_real_servers_run(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPECHUB_VAR_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     worker = subprocess.Popen([sys.executable, "-c", WORKER, VERIFIER, json.dumps(draft_model(DRAFT))],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)  # fmt: skip
