@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-from kernel.paths import var_dir
+from kernel import settings
 
 PR_SET_PDEATHSIG = 1
 # Looked up once, here: between fork and exec the child should call, not load a library (other threads may hold locks).
@@ -34,7 +34,7 @@ _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else
 
 
 def records_dir() -> Path:
-    return var_dir() / "servers"
+    return settings.current().var_dir / "servers"
 
 
 def spawn(command: list[str], out: IO[bytes], env: Mapping[str, str]) -> subprocess.Popen[bytes]:

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from kernel import settings
+
 
 def log_file(kind: str, folder: Path | None = None) -> Path:
     """A new log file under `folder` (default var/log/, or $SPECHUB_VAR_DIR/log/), named by kind and time."""
-    folder = folder or Path(os.environ.get("SPECHUB_VAR_DIR") or "var") / "log"
+    folder = folder or settings.current().var_dir / "log"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
 

@@ -10,7 +10,6 @@ from Django, so a worker can use it alone.
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import time
@@ -38,6 +37,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils._http import default_client_factory
 
+from kernel import settings
 from kernel.errors import InfraError, RunError, UserError
 from kernel.formats.inputs import (
     MAPPING_TENSORS,
@@ -48,6 +48,7 @@ from kernel.formats.inputs import (
     parse_json_object,
     tensor_span,
 )
+from kernel.settings import Settings
 
 T = TypeVar("T")
 SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -89,14 +90,6 @@ def configure_timeout(seconds: float) -> None:
     set_client_factory(factory)
 
 
-def read_token() -> str | bool:
-    """Return the Hub read token from the environment (SPECHUB_HUB_READ_TOKEN, else HF_TOKEN); False for none.
-
-    False, not None: huggingface_hub would otherwise look for a token of its own (a login on the machine).
-    """
-    return os.environ.get("SPECHUB_HUB_READ_TOKEN") or os.environ.get("HF_TOKEN") or False
-
-
 class HubClient:
     """Reads repos from one Hub endpoint (huggingface.co or any Hub-protocol mirror)."""
 
@@ -120,11 +113,11 @@ class HubClient:
         return f"HubClient(endpoint={self.endpoint!r}, authenticated={bool(self.token)})"
 
     @classmethod
-    def from_environment(cls) -> HubClient:
-        """Return a client from the process environment (HF_ENDPOINT, SPECHUB_HUB_CACHE, the read token), for workers
-        without Django."""
-        cache = os.environ.get("SPECHUB_HUB_CACHE")
-        return cls(endpoint=os.environ.get("HF_ENDPOINT"), cache_dir=Path(cache) if cache else None, token=read_token())
+    def from_settings(cls, given: Settings | None = None) -> HubClient:
+        """Return a client for workers without Django: the endpoint, cache and read token of `given` (this process's
+        settings by default). A token of False, not None: huggingface_hub would otherwise look for a login of its own."""
+        given = given or settings.current()
+        return cls(endpoint=given.hub_endpoint, cache_dir=given.hub_cache, token=given.hub_token)
 
     def resolve(self, repo_id: str, revision: str) -> str:
         """Return the commit sha that `revision` (branch, tag or sha) names in repo_id."""

@@ -176,7 +176,7 @@ class Priority(models.IntegerChoices):
 class Workload(models.Model):
     """A user's own traffic: a seeded sample of their requests, private to them and to staff.
 
-    `sample` holds the normalised requests (kernel.workloads.Request.as_dict); deleting the workload
+    `sample` holds the normalised requests (kernel.traffic.Request.as_dict); deleting the workload
     empties it and keeps the row, so runs on it keep their aggregate figures and their identity.
     """
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
+from kernel import settings as kernel_settings
 from registry.envconf import (
     env_bool,
     env_broker,
@@ -29,7 +30,8 @@ from registry.envconf import (
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("SPECHUB_VAR_DIR", str(BASE_DIR / "var")))
+# The local state folder and the Hub cache come from the kernel's settings, so the registry and the workers agree.
+VAR_DIR = kernel_settings.current().var_dir
 
 DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = env_str("SECRET_KEY", "")
@@ -246,8 +248,8 @@ SPECHUB_IMPORT_COLLECTION = env_str("SPECHUB_IMPORT_COLLECTION", "")
 SPECHUB_IMPORT_VERIFIER = env_str("SPECHUB_IMPORT_VERIFIER", "")
 SPECHUB_IMPORT_CERTIFY = env_bool("SPECHUB_IMPORT_CERTIFY", False)
 SPECHUB_IMPORT_SECONDS = env_int("SPECHUB_IMPORT_SECONDS", 6 * 3600, minimum=60)
-# Users' own traffic (kernel/workloads.py): what an upload may hold, the seeded sample a run measures, quotas
-# per user (live workloads; runs on them per day). SPECHUB_WORKLOAD_DIR (kernel.workloads.workload_dir) is where
+# Users' own traffic (kernel/traffic/): what an upload may hold, the seeded sample a run measures, quotas
+# per user (live workloads; runs on them per day). SPECHUB_WORKLOAD_DIR (kernel.traffic.workload_dir) is where
 # a worker finds a workload while it measures it.
 SPECHUB_WORKLOAD_MAX_BYTES = env_int("SPECHUB_WORKLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
 SPECHUB_WORKLOAD_MAX_REQUESTS = env_int("SPECHUB_WORKLOAD_MAX_REQUESTS", 100_000, minimum=1)
@@ -274,7 +276,7 @@ SPECHUB_HUB_ENDPOINT = env_url("HF_ENDPOINT", schemes={"http", "https"}) or "htt
 SPECHUB_HUB_TIMEOUT = env_int("SPECHUB_HUB_TIMEOUT", 30, minimum=1)
 # How long the compatibility endpoint keeps a gate report for the same repos at the same commits.
 SPECHUB_GATE_CACHE_SECONDS = env_int("SPECHUB_GATE_CACHE_SECONDS", 24 * 3600, minimum=0)
-SPECHUB_HUB_CACHE = Path(env_str("SPECHUB_HUB_CACHE", str(VAR_DIR / "hub-cache")))
+SPECHUB_HUB_CACHE = kernel_settings.current().hub_cache
 
 # --- Certificates, schedules, alerts -----------------------------------------
 # The Ed25519 signing key as a base64 32-byte seed (`python -c "from kernel.certificates import
@@ -340,7 +342,7 @@ SPECHUB_HUB_PUBLISH = env_bool("SPECHUB_HUB_PUBLISH", False)
 SPECHUB_HUB_PR_LEASE_SECONDS = env_int("SPECHUB_HUB_PR_LEASE_SECONDS", 3600, minimum=1)
 SPECHUB_HUB_TOKEN = env_str("SPECHUB_HUB_TOKEN", "")
 # A read token for gated and private repos, used by the gate, the catalog and (through the
-# environment, kernel.hub.read_token) the workers; never logged or shown.
+# environment, kernel.settings) the workers; never logged or shown.
 SPECHUB_HUB_READ_TOKEN = env_str("SPECHUB_HUB_READ_TOKEN", env_str("HF_TOKEN", ""))
 if SPECHUB_HUB_PUBLISH and not SPECHUB_HUB_TOKEN:
     raise ImproperlyConfigured("SPECHUB_HUB_PUBLISH is on but SPECHUB_HUB_TOKEN is unset; give a Hub token with write access.")

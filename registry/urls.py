@@ -5,9 +5,10 @@ from django.contrib.auth.views import LoginView, PasswordChangeView, PasswordRes
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from registry import views, workload_views
+from registry import views
 from registry.logins import AdminSignInForm, SignInForm, ThrottledPasswordChange, ThrottledPasswordReset
 from registry.metrics import metrics
+from registry.traffic import views as traffic_views
 
 admin.site.login_form = AdminSignInForm
 
@@ -23,10 +24,10 @@ urlpatterns = [
     path("matrix/", views.matrix, name="matrix"),
     path("engines/", views.engines, name="engines"),
     path("imports/", views.imports, name="imports"),
-    path("workloads/", workload_views.workloads, name="workloads"),
-    path("workloads/<int:pk>/", workload_views.workload_detail, name="workload"),
-    path("workloads/<int:pk>/delete/", workload_views.workload_remove, name="workload-delete"),
-    path("workloads/<int:pk>/export.jsonl", workload_views.workload_export, name="workload-export"),
+    path("workloads/", traffic_views.workloads, name="workloads"),
+    path("workloads/<int:pk>/", traffic_views.workload_detail, name="workload"),
+    path("workloads/<int:pk>/delete/", traffic_views.workload_remove, name="workload-delete"),
+    path("workloads/<int:pk>/export.jsonl", traffic_views.workload_export, name="workload-export"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/password_reset/", PasswordResetView.as_view(form_class=ThrottledPasswordReset), name="password_reset"),
     path("accounts/password_change/", PasswordChangeView.as_view(form_class=ThrottledPasswordChange), name="password_change"),

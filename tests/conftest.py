@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel import settings as kernel_settings
 from kernel.hub import HubClient
 from tests.support.factories import HubModelFactory, PairFactory
 from zoo.localhub import LocalHub
@@ -31,6 +32,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         uses_db = item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
         item.add_marker(pytest.mark.db if uses_db else pytest.mark.unit)
+
+
+@pytest.fixture(autouse=True)
+def fresh_kernel_settings():
+    """A test that sets an environment variable (monkeypatch.setenv) sees it: the kernel reads its settings once."""
+    kernel_settings.current.cache_clear()
+    yield
+    kernel_settings.current.cache_clear()
 
 
 @pytest.fixture

@@ -130,3 +130,42 @@ def test_the_kernel_and_the_workers_core_import_no_django():
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def environment_reads(path: Path) -> list[str]:
+    """Where `path` touches the process environment: os.environ, os.getenv or os.putenv, however imported."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = {"environ", "getenv", "putenv", "unsetenv"}
+    found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr in names]
+    found += [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module == "os"
+              and names & {alias.name for alias in node.names}]  # fmt: skip
+    return [f"{path.relative_to(ROOT)}:{line}" for line in sorted(found)]
+
+
+def test_the_kernel_and_the_workers_read_the_environment_only_through_kernel_settings():
+    modules = project_modules()
+    core = [path for name, path in modules.items() if name.split(".")[0] in ("kernel", "workers") and name != "kernel.settings"]
+    assert [read for path in core for read in environment_reads(path)] == []
+    assert environment_reads(modules["kernel.settings"])  # the reader sees the one module that does
+
+
+# The toy zoo is for trying and testing SpecHub. Production code may reach into it only to put it in the demo's
+# catalog, to build the qualification controls from its models, and to build the bundled suite from its corpus.
+PRODUCTION = ("registry", "kernel", "workers", "spechub")
+ZOO_USERS = {"registry.services.demo", "registry.management.commands.demo", "workers.qualification", "workers.suites.build"}
+
+
+def reaches_into_the_zoo(path: Path, graph: dict[str, set[str]]) -> bool:
+    """Whether a module imports the zoo or names its folder (a path built from the string "zoo")."""
+    named = any(isinstance(node, ast.Constant) and node.value == "zoo" for node in ast.walk(ast.parse(path.read_text())))
+    return named or any(target.split(".")[0] == "zoo" for target in graph[module_name(path)])
+
+
+def test_only_the_demo_the_qualification_controls_and_the_suite_builder_reach_into_the_zoo():
+    graph, modules = import_graph(), project_modules()
+    production = {
+        name: path for name, path in modules.items() if name.split(".")[0] in ("registry", "kernel", "workers", "spechub")
+    }
+    users = {name for name, path in production.items() if reaches_into_the_zoo(path, graph)}
+    assert users <= ZOO_USERS, sorted(users - ZOO_USERS)
+    assert "registry.services.demo" in users and "workers.qualification" in users  # the rule sees both kinds of reach

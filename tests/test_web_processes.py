@@ -94,7 +94,7 @@ def test_on_the_embedded_default_a_new_pairs_submission_is_answered_and_waits_in
         queue = httpx.get(f"{base}/runs/")
     assert answer.status_code == 201 and answer.json()["status"] == "accepted", answer.text[:500]
     messages = [json.loads(path.read_text()) for path in (tmp_path / "queue" / "messages").iterdir()]
-    assert [message["headers"]["task"] for message in messages] == ["workers.certify"], messages
+    assert [message["headers"]["task"] for message in messages] == ["registry.certify"], messages
     with sqlite3.connect(tmp_path / "spechub.sqlite3") as db:
         states = db.execute("SELECT state FROM registry_certificationrun").fetchall()
     assert states == [("queued",)]  # not run inside the request: nothing on the embedded default runs eagerly

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,13 +26,14 @@ from kernel.hub import HubClient
 from kernel.qualification import Control, Record
 from kernel.qualification import load as load_qualification
 from kernel.repos import HubRepo, gate_check
+from kernel.settings import export
 from kernel.spec import ModelRef, Plan, RunSpec, levels_for, most_pairs_for
 from kernel.verdict import rejudge
 from workers import cost
 from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.stages import default_stages, unserved_stages
-from workers.workloads import load_suite
+from workers.suites import load_suite
 
 VERBOSE = "Show the engines' own logs here; by default they go to a file under var/log/, named on the terminal."
 
@@ -109,7 +109,7 @@ def qualify_settings(args: argparse.Namespace) -> Settings:
 
 
 def run_qualify(args: argparse.Namespace, terminal: console.Terminal) -> int:
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # one line per control, not vLLM's every step
+    export("VLLM_LOGGING_LEVEL", "WARNING", keep_given=True)  # one line per control, not vLLM's every step
 
     def line(control: Control) -> None:
         terminal.out.write(f"{control['name']:<15} {control['outcome']:<14} {control['summary']}\n")
@@ -127,7 +127,7 @@ def run_qualify(args: argparse.Namespace, terminal: console.Terminal) -> int:
 
 def spec_from(args: argparse.Namespace) -> RunSpec:
     load_suite(args.workloads)  # a bad workload file is refused, naming its line, before anything is downloaded
-    client = HubClient.from_environment()
+    client = HubClient.from_settings()
     verifier = ModelRef(args.verifier, client.resolve(args.verifier, args.verifier_revision))
     draft = ModelRef(args.draft, client.resolve(args.draft, args.draft_revision)) if args.draft else None
     method = args.method

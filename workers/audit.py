@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import time
 
+from kernel import settings
+
 KINDS = ("engine", "server", "certification")
 
 
 def record(kind: str, detail: str) -> None:
     """Append `<unix time> <pid> <kind> <detail>` to $SPECHUB_START_LOG, if it is set."""
-    path = os.environ.get("SPECHUB_START_LOG")
-    if not path:
+    path = settings.current().start_log
+    if path is None:
         return
     line = f"{time.time():.0f} {os.getpid()} {kind} {detail}".replace("\n", " ")[:500] + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

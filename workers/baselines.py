@@ -22,12 +22,13 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from kernel import settings
 from kernel.builds import installed_engine_build
 from kernel.spec import RunSpec
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("SPECHUB_BASELINE_CACHE", Path.home() / ".cache" / "spechub" / "baselines"))
+    return settings.current().baseline_cache
 
 
 def key(spec: RunSpec, suite_sha256: str) -> str:
@@ -48,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 def _shared() -> Any:
     """Return a Redis client for the shared store, or None to keep baselines on this node."""
-    url = os.environ.get("SPECHUB_BASELINE_STORE")
+    url = settings.current().baseline_store
     if not url:
         return None
     import redis

@@ -31,7 +31,7 @@ from workers import audit, baselines, metrics, serving, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
-from workers.workloads import Suite, load_suite, tokenize
+from workers.suites import Suite, load_suite, tokenize
 
 Tick = Callable[[int], None]
 # A block's interval is conditional on its prompts: one per category left a workload without categories two.
@@ -96,12 +96,18 @@ class Workbench:
 
 
 def fetch(bench: Workbench, report: Tick) -> dict[str, str | None]:
-    """Download the pinned snapshots (safetensors and JSON only)."""
-    client, spec = HubClient.from_environment(), bench.spec
+    """Download the pinned snapshots (safetensors and JSON only), and take the suite's prompts as token ids.
+
+    The prompts are rendered here, once the verifier's chat template is at hand, and only for a user's file given
+    to the CLI: a registry workload arrives rendered."""
+    client, spec = HubClient.from_settings(), bench.spec
     bench.paths["verifier"] = client.snapshot(spec.verifier.repo_id, spec.verifier.sha)
     report(50)
     if spec.draft:
         bench.paths["draft"] = client.snapshot(spec.draft.repo_id, spec.draft.sha)
+    bench.suite = bench.suite.rendered(bench.paths["verifier"], spec.plan.max_model_len)
+    bench.categories = [category for category, _ in bench.suite.prompts()]
+    bench.prompts = tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
     return {"verifier": spec.verifier.sha, "draft": spec.draft.sha if spec.draft else None}
 
 
@@ -125,9 +131,6 @@ def gate(bench: Workbench, report: Tick) -> dict[str, object]:
         config.pop("revision", None)
         config["model"] = str(bench.paths["draft"])
     bench.engine_config = config
-    bench.suite = bench.suite.rendered(bench.paths["verifier"], spec.plan.max_model_len)
-    bench.categories = [category for category, _ in bench.suite.prompts()]
-    bench.prompts = tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
     return judged.as_dict()
 
 

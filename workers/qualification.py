@@ -23,7 +23,7 @@ from kernel.repos import LocalRepo, gate_check
 from workers import metrics, two_tokens
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, Sampling
-from workers.workloads import load_suite, tokenize
+from workers.suites import load_suite, tokenize
 
 TOY = Path(__file__).resolve().parent.parent / "zoo" / "models" / "spechub-toy"
 VERIFIER = "llama-verifier"

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from kernel import children, result
+from kernel import children, result, settings
 from kernel.errors import InfraError
 from workers import audit, metrics
 from workers.engines.base import Engine, EngineConfig, SpecCounters
@@ -118,7 +118,7 @@ def _start(engine: Engine, name: str, config: EngineConfig, log_dir: Path) -> Se
     log = log_dir / f"{name}.log"
     audit.record("server", f"{name} {' '.join(config.server_flags)}".strip())
     with log.open("wb") as out:
-        process = children.spawn(command, out, {**os.environ, **engine.server_environment(config)})
+        process = children.spawn(command, out, settings.child_environment(engine.server_environment(config)))
     return Server(name=name, command=command, port=port, process=process, log=log)
 
 

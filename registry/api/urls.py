@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import views, workloads
+from registry.api import views
+from registry.traffic import api as traffic_api
 
 urlpatterns = [
     path("models/", views.ModelList.as_view(), name="api-models"),
@@ -21,11 +22,11 @@ urlpatterns = [
     path("certificates/public-key/", views.PublicKey.as_view(), name="api-public-key"),
     path("certificates/<int:pk>/", views.CertificateDetail.as_view(), name="api-certificate"),
     path("certificates/<int:pk>/download/", views.CertificateDownload.as_view(), name="api-certificate-download"),
-    path("workloads/", workloads.WorkloadList.as_view(), name="api-workloads"),
-    path("workloads/<int:pk>/", workloads.WorkloadDetail.as_view(), name="api-workload"),
-    path("workloads/<int:pk>/runs/", workloads.WorkloadCertify.as_view(), name="api-workload-runs"),
-    path("workloads/<int:pk>/report/", workloads.WorkloadReport.as_view(), name="api-workload-report"),
-    path("workloads/<int:pk>/export/", workloads.WorkloadExport.as_view(), name="api-workload-export"),
+    path("workloads/", traffic_api.WorkloadList.as_view(), name="api-workloads"),
+    path("workloads/<int:pk>/", traffic_api.WorkloadDetail.as_view(), name="api-workload"),
+    path("workloads/<int:pk>/runs/", traffic_api.WorkloadCertify.as_view(), name="api-workload-runs"),
+    path("workloads/<int:pk>/report/", traffic_api.WorkloadReport.as_view(), name="api-workload-report"),
+    path("workloads/<int:pk>/export/", traffic_api.WorkloadExport.as_view(), name="api-workload-export"),
     path("webhooks/", views.Webhooks.as_view(), name="api-webhooks"),
     path("webhooks/<int:pk>/", views.WebhookDelete.as_view(), name="api-webhook"),
 ]

@@ -77,7 +77,7 @@ def run_dispatch(*, run_id: int, countdown: int = 0) -> bool:
     """
     run = CertificationRun.objects.get(pk=run_id)
     try:
-        task_send("workers.certify", run_id, queue=run.queue, countdown=countdown, priority=run.priority)
+        task_send("registry.certify", run_id, queue=run.queue, countdown=countdown, priority=run.priority)
     except (OperationalError, OSError) as exc:
         logger.warning("run %s: the broker did not take its dispatch (%s); the sweep will send it again", run_id, exc)
         return False

@@ -14,7 +14,8 @@ from kernel import children
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
 from registry.celery import app, hardware_queues
-from registry.services import imports, notifications, publishing, qualifications, runs, schedules, workloads
+from registry.services import imports, notifications, publishing, qualifications, runs, schedules
+from registry.traffic import services as traffic
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ def publish_certificate_to_hub(self: Any, certificate_id: int) -> str:
 @worker_ready.connect
 def report_engine_build(sender: Any, **_: Any) -> None:
     """Tell the registry which engine build this worker brings to each hardware queue it serves."""
-    cleared = workloads.workload_files_clear()
+    cleared = traffic.workload_files_clear()
     if cleared:
         logger.info("removed %d workload files a killed run left behind", len(cleared))
     ended = children.orphans_end()

@@ -7,6 +7,7 @@ import pytest
 
 from kernel.errors import RunError
 from kernel.hub import HubClient
+from kernel.settings import Settings
 from tests.support.hub_auth_double import GRANTED, NOT_GRANTED, REPO, SHA, hub_auth_double
 
 
@@ -43,11 +44,10 @@ def test_a_token_the_hub_rejects_is_the_operators_to_fix_and_never_shown_with_th
     )
 
 
-def test_workers_take_the_read_token_from_the_environment(monkeypatch):
-    monkeypatch.setenv("HF_TOKEN", "hf_from_environment")
-    assert HubClient.from_environment().token == "hf_from_environment"
-    monkeypatch.setenv("SPECHUB_HUB_READ_TOKEN", "hf_spechub_setting")
-    assert HubClient.from_environment().token == "hf_spechub_setting"
-    monkeypatch.delenv("SPECHUB_HUB_READ_TOKEN")
-    monkeypatch.delenv("HF_TOKEN")
-    assert HubClient.from_environment().token is False
+def test_workers_take_the_read_token_from_their_settings():
+    def token(**environ: str) -> str | bool:
+        return HubClient.from_settings(Settings.from_environment(environ)).token
+
+    assert token(HF_TOKEN="hf_from_environment") == "hf_from_environment"
+    assert token(HF_TOKEN="hf_from_environment", SPECHUB_HUB_READ_TOKEN="hf_spechub_setting") == "hf_spechub_setting"
+    assert token() is False

@@ -25,7 +25,7 @@ from registry.models import Certificate, CertificationRun, EngineQualification, 
 from registry.services.demo import demo_catalog_load
 from registry.services.notifications import webhook_endpoint_create
 from registry.services.qualifications import qualification_record
-from registry.services.workloads import workload_create
+from registry.traffic.services import workload_create
 from tests.registry.test_pair_and_run_pages import serving_document
 from tests.support.processes import ROOT
 from tests.support.qualification import record

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kernel import result, stats
-from registry.workload_report import at_concurrency, recommend
+from registry.traffic.report import at_concurrency, recommend
 
 
 def level(concurrency: int, speedup: float, low: float, high: float, dof: int = 3) -> Any:

@@ -18,14 +18,14 @@ from kernel.certificates import payload_of
 from registry.models import Certificate, CertificationRun, Pair, Workload
 from registry.services.publishing import certificate_hub_pr_open
 from registry.services.submissions import submission_create
-from registry.services.workloads import workload_files_clear
 from registry.states import RunState
 from registry.tasks.certify import certify
+from registry.traffic.services import workload_files_clear
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORG = "spechub-toy"
 VERIFIER = f"{ORG}/llama-verifier"
-SUITE = Path(__file__).parents[2] / "workers/workloads/toy-v1.json"
+SUITE = Path(__file__).parents[2] / "workers/suites/toy-v1.json"
 
 
 @pytest.fixture
@@ -306,8 +306,8 @@ def test_a_worker_starting_removes_the_files_of_ended_runs_and_keeps_those_of_ru
     workload, (ended, going) = measured
     CertificationRun.objects.filter(pk=going.pk).update(state=RunState.MEASURING)
     folder = tmp_path / "workloads"
-    left = [folder / f"{workload['sha256']}.run{ended.pk}.jsonl", folder / f"{workload['sha256']}.run{ended.pk}.part"]
-    kept = folder / f"{workload['sha256']}.run{going.pk}.jsonl"
+    left = [folder / f"{workload['sha256']}.run{ended.pk}.json", folder / f"{workload['sha256']}.run{ended.pk}.part"]
+    kept = folder / f"{workload['sha256']}.run{going.pk}.json"
     for path in (*left, kept):  # as a run killed by its hard time limit leaves them
         path.write_text("{}\n")
     assert workload_files_clear() == sorted(path.name for path in left)

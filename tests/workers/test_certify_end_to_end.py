@@ -12,7 +12,7 @@ import pytest
 
 from kernel import certificates
 from kernel.result import MACHINE_LIMITED, REACHED, STOPPING_REASONS
-from kernel.workloads import CATEGORIES
+from kernel.traffic import CATEGORIES
 from registry.models import CertificationRun
 from registry.services.certificates import signing_key
 from registry.states import RunState

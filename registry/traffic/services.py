@@ -6,7 +6,6 @@ A workload is private to its owner (and staff); its runs are published nowhere p
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -18,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from kernel import workloads as kw
+from kernel import traffic as kw
 from kernel.errors import UserError
 from registry.models import CertificationRun, HubModel, Pair, Role, RunTrigger, Workload
 from registry.selectors import measuring_plan
@@ -204,13 +203,8 @@ def workload_file(*, run_id: int, reference: str) -> Iterator[None]:
         raise UserError("workload:invalid", "The workload was deleted before this run measured it.")
     path = kw.workload_path(workload.sha256, run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".part")
-    lines = (json.dumps(kw.Request.from_dict(r).as_line(), ensure_ascii=False) + "\n" for r in workload.sample)
+    kw.write_sample(path, workload.sha256, workload.sample)
     try:
-        with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as out:
-            out.writelines(lines)
-        partial.replace(path)
         yield
     finally:
-        partial.unlink(missing_ok=True)
         path.unlink(missing_ok=True)

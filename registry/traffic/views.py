@@ -18,22 +18,21 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from kernel.errors import RunError
-from kernel.workloads import CHUNK, FORMATS
+from kernel.traffic import CHUNK, FORMATS
 from registry import charts
-from registry.api.workloads import export_response
 from registry.celery import hardware_queues
 from registry.models import Workload
-from registry.services.workloads import workload_certify, workload_create, workload_delete, workload_runs_today
-from registry.workload_report import (
+from registry.traffic.api import export_response
+from registry.traffic.report import draft_name, workload_report
+from registry.traffic.selectors import (
     bench_command,
-    draft_name,
     sample_line,
     verifier_repo_ids,
     workload_candidates,
     workload_for,
-    workload_report,
     workloads_of,
 )
+from registry.traffic.services import workload_certify, workload_create, workload_delete, workload_runs_today
 
 
 def _quota(user: Any) -> dict[str, int]:

@@ -17,20 +17,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from kernel.workloads import CHUNK
+from kernel.traffic import CHUNK
 from registry.api.parsers import JSONParser
 from registry.api.serializers import RunOut, acceptance_out
 from registry.models import Pair, Workload
-from registry.services.workloads import workload_certify, workload_create, workload_delete
-from registry.workload_report import (
-    bench_command,
-    export_lines,
-    sample_line,
-    workload_candidates,
-    workload_for,
-    workload_report,
-    workloads_of,
-)
+from registry.traffic.report import workload_report
+from registry.traffic.selectors import bench_command, export_lines, sample_line, workload_candidates, workload_for, workloads_of
+from registry.traffic.services import workload_certify, workload_create, workload_delete
 
 
 class WorkloadOut(serializers.ModelSerializer[Workload]):

@@ -1,4 +1,4 @@
-"""Write the toy suite from the toy corpus's own domain: `python -m workers.workloads.build`.
+"""Write the toy suite from the toy corpus's own domain: `python -m workers.suites.build`.
 
 Each corpus document is cut where its answer starts, so the prompt asks what
 the toy verifier was trained to answer. The seed differs from training's.
@@ -10,7 +10,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from workers.workloads import CATEGORIES, SUITES
+from workers.suites import CATEGORIES, SUITES
 from zoo.corpus import documents
 
 SEED, PER_CATEGORY, MAX_TOKENS = 424242, 4, 32

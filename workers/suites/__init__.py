@@ -1,4 +1,4 @@
-"""Workload suites: versioned prompt files per category, each identified by its content hash.
+"""The bundled suites: versioned prompt files per category, each identified by its content hash.
 
 A suite is a JSON file:
     {"name": str, "version": int, "max_tokens": int,
@@ -7,12 +7,14 @@ Categories are code, translation, summarization, chat, math, qa, rag and
 custom; a suite may cover a subset. The hash is over the canonical JSON, so any
 edit to a prompt makes a new suite identity and a new baseline.
 
-A user's own traffic comes in any format kernel.workloads reads: a file at a
-path (the worker CLI), or `sha256:<hex>`, a registry workload the certify task
-wrote to SPECHUB_WORKLOAD_DIR for this run (one file a run). Such a suite is private: its
-baseline outputs are never cached, and it is identified by the workload's hash.
-Chat requests are rendered with the verifier's template once its snapshot is
-fetched (`Suite.rendered`).
+A run may measure users' traffic instead, in two ways. `sha256:<hex>` names a
+registry workload: the certify task hands this run its stored sample
+(kernel.traffic.handoff), already rendered with the verifier's chat template,
+and it is measured as it is, with no reading, sampling or hashing again. A path
+names a file in any format kernel.traffic reads (the worker CLI): its chat
+requests are rendered once the verifier's snapshot is fetched (`Suite.rendered`).
+Either is private: its baseline outputs are never cached, and it is identified
+by the workload's hash.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel.errors import UserError
-from kernel.workloads import (
+from kernel.traffic import (
     CATEGORIES,
     CHUNK,
     KINDS,
@@ -36,6 +38,7 @@ from kernel.workloads import (
     Limits,
     Request,
     Workload,
+    read_sample,
     read_workload,
     rendered,
     workload_path,
@@ -83,13 +86,20 @@ def load_suite(name_or_path: str, run_id: int = 0) -> Suite:
     reference = REFERENCE.fullmatch(name_or_path)
     path = workload_path(reference[1], run_id) if reference else Path(name_or_path)
     if reference:
-        return replace(_read_workload(path, name_or_path), name="workload", sha256=reference[1])
+        return _from_sample(path)
     if not path.suffix:
         return _read_suite(SUITES / f"{name_or_path}.json", name_or_path)
     suite = _read_workload(path, name_or_path)
     if suite.pending is not None and suite.pending.format == "suite":  # SpecHub's own format keeps its identity and baselines
         return _read_suite(path, name_or_path)
     return suite
+
+
+def _from_sample(path: Path) -> Suite:
+    """A registry workload's stored sample, rendered and measured when it was stored: the prompts as they are."""
+    sample = read_sample(path)
+    max_tokens = max((r.max_tokens for r in sample.requests), default=0)
+    return Suite("workload", 1, max_tokens, _by_category(sample.requests), sample.sha256, private=True)
 
 
 def _read_workload(path: Path, name: str) -> Suite:

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from kernel.errors import UserError
-from workers.workloads import CATEGORIES, load_suite, parse_suite
-from workers.workloads.build import build
+from kernel.traffic import Request, workload_path, write_sample
+from workers.suites import CATEGORIES, load_suite, parse_suite
+from workers.suites.build import build
 
 
 def test_the_toy_suite_covers_every_category_and_is_what_the_builder_writes():
@@ -43,3 +44,23 @@ def test_a_malformed_suite_is_refused_naming_what_is_wrong(document, message):
 def test_a_missing_suite_file_is_a_clear_error(tmp_path):
     with pytest.raises(UserError, match="cannot be read"):
         load_suite(str(tmp_path / "nothing.json"))
+
+
+def test_a_stored_workload_reaches_the_worker_as_stored_with_no_reading_sampling_hashing_or_rendering(monkeypatch, tmp_path):
+    """The registry parsed, sampled, hashed and rendered the upload once; the worker takes its sample as it is."""
+    monkeypatch.setenv("SPECHUB_WORKLOAD_DIR", str(tmp_path))
+    chat = Request(3, "chat", messages=(("user", "Hi?"),), max_tokens=24, count=2, text="<|user|>Hi?<|assistant|>", tokens=7)
+    plain = Request(5, "code", prompt="def f():", max_tokens=16, text="def f():", tokens=4)
+    sha = "ab" * 32
+    write_sample(workload_path(sha, 41), sha, [chat.as_dict(), plain.as_dict()])
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the worker read, sampled or rendered a stored workload again")
+
+    for name in ("read_workload", "rendered"):
+        monkeypatch.setattr(f"workers.suites.{name}", forbidden)
+    monkeypatch.setattr("kernel.traffic.formats.collect", forbidden)
+    suite = load_suite(f"sha256:{sha}", 41)
+    assert suite.private and suite.sha256 == sha and suite.max_tokens == 24
+    assert suite.prompts() == [("code", "def f():"), ("chat", "<|user|>Hi?<|assistant|>")]  # the rendered text, not the messages
+    assert suite.rendered(tmp_path, 512) is suite  # nothing left to render

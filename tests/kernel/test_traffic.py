@@ -1,4 +1,4 @@
-"""kernel.workloads: five formats, streamed, checked line by line, counted, sampled and identified by content."""
+"""kernel.traffic: five formats, streamed, checked line by line, counted, sampled and identified by content."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernel.errors import UserError
-from kernel.workloads import ChatTemplate, Encode, Limits, Request, Workload, read_workload, render, rendered
+from kernel.traffic import ChatTemplate, Encode, Limits, Request, Workload, read_workload, render, rendered
 
 VERIFIER = Path(__file__).parents[2] / "zoo/models/spechub-toy/llama-verifier"
 
@@ -50,7 +50,7 @@ def test_sharegpt_takes_each_conversation_up_to_its_last_human_turn():
 def test_plain_text_and_spechubs_suite_are_read_too():
     text = read("first prompt\n\nsecond prompt\n")
     assert (text.format, [r.prompt for r in text.sample]) == ("text", ["first prompt", "second prompt"])
-    suite = read((Path(__file__).parents[2] / "workers/workloads/toy-v1.json").read_text())
+    suite = read((Path(__file__).parents[2] / "workers/suites/toy-v1.json").read_text())
     assert suite.format == "suite" and suite.categories["code"] == 4 and suite.unique == 27
 
 

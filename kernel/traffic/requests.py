@@ -1,0 +1,120 @@
+"""A user's request as SpecHub keeps it, the limits an upload is read under, and a read upload (`Workload`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernel.errors import UserError
+
+CATEGORIES = ("code", "translation", "summarization", "chat", "math", "qa", "rag")
+CUSTOM = "custom"
+KINDS = (*CATEGORIES, CUSTOM)
+FORMATS = ("openai-chat", "vllm-custom", "sharegpt", "suite", "text")
+ROLES = ("system", "user", "assistant")
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+CHUNK = 1 << 16  # how an upload is read: a stream of chunks this size
+
+Message = tuple[str, str]  # (role, content)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What an upload may hold; the registry fills it from settings, the worker CLI takes the defaults."""
+
+    max_bytes: int = 20 * 1024 * 1024
+    max_requests: int = 100_000
+    max_prompt_chars: int = 100_000
+    sample_size: int = 200
+    seed: int = 0
+    default_max_tokens: int = 32
+    max_output_tokens: int = 256
+
+
+@dataclass(frozen=True)
+class Request:
+    """One distinct request: a plain prompt or chat messages, first seen at `line`, seen `count` times."""
+
+    line: int
+    category: str
+    prompt: str | None = None
+    messages: tuple[Message, ...] | None = None
+    max_tokens: int = 32
+    count: int = 1
+    text: str | None = None  # the prompt the engine sees, once rendered
+    tokens: int | None = None  # its length under the verifier's tokenizer
+
+    @classmethod
+    def from_dict(cls, stored: dict[str, Any]) -> Request:
+        messages = stored.get("messages")
+        return cls(
+            line=stored["line"],
+            category=stored["category"],
+            prompt=stored.get("prompt"),
+            messages=tuple((m[0], m[1]) for m in messages) if messages is not None else None,
+            max_tokens=stored["max_tokens"],
+            count=stored.get("count", 1),
+            text=stored.get("text"),
+            tokens=stored.get("tokens"),
+        )
+
+    def as_line(self) -> dict[str, Any]:
+        """The request as one JSONL line this module reads back (the chat or the vLLM custom form)."""
+        if self.messages is None:
+            return {"prompt": self.prompt, "output_tokens": self.max_tokens, "category": self.category}
+        messages = [{"role": role, "content": content} for role, content in self.messages]
+        return {"messages": messages, "max_tokens": self.max_tokens, "category": self.category}
+
+    def as_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"line": self.line, "category": self.category, "max_tokens": self.max_tokens, "count": self.count}
+        body.update({"prompt": self.prompt} if self.messages is None else {"messages": [list(m) for m in self.messages]})
+        return body | {"text": self.text, "tokens": self.tokens}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A normalised upload: its identity, its counts, and the seeded sample that is measured."""
+
+    format: str
+    sha256: str
+    total: int
+    unique: int
+    seed: int
+    sample: tuple[Request, ...]
+    categories: dict[str, int] = field(default_factory=dict)  # requests per category in the sample
+
+    @property
+    def sampled(self) -> int:
+        return len(self.sample)
+
+    @property
+    def max_tokens(self) -> int:
+        return max((r.max_tokens for r in self.sample), default=0)
+
+
+def canonical(request: Request) -> str:
+    """The canonical JSON of what a request asks; line, count and rendering are not part of it."""
+    asked: dict[str, Any] = {"c": request.category, "n": request.max_tokens}
+    asked.update({"p": request.prompt} if request.messages is None else {"m": [list(m) for m in request.messages]})
+    return json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# NUL, which PostgreSQL stores in no text or JSON column, and lone UTF-16 halves, which are no text at all: a JSON
+# escape (\\u0000, \\ud800) makes either of them from valid UTF-8.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(request: Request) -> Request:
+    """Return `request`, or refuse it when its text holds a character no database stores, naming it."""
+    texts = [request.category, request.prompt or "", *(part for message in request.messages or () for part in message)]
+    for text in texts:
+        if found := UNSTORABLE.search(text):
+            what = "a NUL character" if found.group() == "\x00" else "half of a UTF-16 surrogate pair"
+            raise refuse(request.line, f"the text holds {what} (U+{ord(found.group()):04X}), which cannot be stored; remove it")
+    return request
+
+
+def refuse(line: int, what: str) -> UserError:
+    return UserError("workload:invalid", f"line {line}: {what}.")

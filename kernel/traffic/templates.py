@@ -1,0 +1,101 @@
+"""Chat messages become the prompt the engine sees through the verifier's own chat template, which is hostile
+input: it renders in Jinja's immutable sandbox, and any reach for Python internals is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kernel.errors import UserError
+from kernel.traffic.requests import Request, Workload, refuse
+
+Encode = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    """The verifier's chat template and the special tokens it may name; rendered only in the sandbox."""
+
+    source: str
+    bos_token: str = ""
+    eos_token: str = ""
+
+    @classmethod
+    def from_tokenizer_config(cls, config: dict[str, Any] | None) -> ChatTemplate | None:
+        template = (config or {}).get("chat_template")
+        if isinstance(template, list):  # the Hub's named-template list: take "default"
+            template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"), None)
+        if not isinstance(template, str):
+            return None
+        return cls(template, _token(config, "bos_token"), _token(config, "eos_token"))
+
+
+def _token(config: dict[str, Any] | None, name: str) -> str:
+    value = (config or {}).get(name)
+    if isinstance(value, dict):  # an AddedToken as JSON
+        value = value.get("content")
+    return value if isinstance(value, str) else ""
+
+
+def render(request: Request, template: ChatTemplate | None) -> str:
+    """Return the prompt text the engine sees for `request`."""
+    if request.messages is None:
+        return request.prompt or ""
+    if template is None:
+        raise refuse(request.line, "`messages` needs the verifier's chat template, and its tokenizer_config.json has none")
+    return _sandboxed(template, request)
+
+
+def _sandboxed(template: ChatTemplate, request: Request) -> str:
+    from jinja2 import TemplateError
+    from jinja2.exceptions import SecurityError
+
+    messages = [{"role": role, "content": content} for role, content in request.messages or ()]
+    try:
+        compiled = _environment().from_string(template.source)
+        text: str = compiled.render(
+            messages=messages, add_generation_prompt=True, bos_token=template.bos_token, eos_token=template.eos_token
+        )
+        return text
+    except SecurityError as exc:
+        raise UserError("workload:template-unsafe", f"line {request.line}: {str(exc).rstrip('.')}.") from None
+    except (TemplateError, TypeError, ValueError, ArithmeticError, LookupError, RecursionError) as exc:
+        raise UserError("workload:template-invalid", f"line {request.line}: {type(exc).__name__}: {exc}.") from None
+
+
+def _environment() -> Any:
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class Refusing(ImmutableSandboxedEnvironment):
+        """Jinja's sandbox answers an unsafe attribute with an undefined that prints as ''; refuse at once instead."""
+
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe")
+
+    environment = Refusing(trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    environment.globals["raise_exception"] = _raise_exception
+    return environment
+
+
+def _raise_exception(message: str) -> None:
+    from jinja2 import TemplateError
+
+    raise TemplateError(message)
+
+
+def rendered(workload: Workload, template: ChatTemplate | None, encode: Encode, max_model_len: int) -> Workload:
+    """Render and measure every sampled request; refuse, naming the line, one that does not fit the context."""
+    sample = []
+    for request in workload.sample:
+        text = render(request, template)
+        tokens = encode(text)
+        if tokens + request.max_tokens > max_model_len:
+            raise UserError(
+                "workload:too-long",
+                f"line {request.line}: the prompt is {tokens:,} tokens after templating; with max_tokens {request.max_tokens} "
+                f"it needs {tokens + request.max_tokens:,}, over the maximum model length {max_model_len:,}.",
+            )
+        sample.append(replace(request, text=text, tokens=tokens))
+    return replace(workload, sample=tuple(sample))

@@ -1,0 +1,175 @@
+"""Reads about pairs: the catalog, its filters and choices, the compatibility matrix, recommendations, the export,
+a pair's page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.urls import reverse
+
+from kernel import result
+from registry.filters import PairFilter, filtered_pairs
+from registry.models import (
+    HubModel,
+    Pair,
+    Role,
+    SubmissionStatus,
+)
+from registry.selectors.runs import RunSummary, latest_finished_run, property_rows, run_document, run_summary
+from registry.states import RunState
+
+
+def pairs_list(*, search: str = "") -> QuerySet[Pair]:
+    """Return pairs, newest first, matching `search` on draft or verifier repo id."""
+    pairs = Pair.objects.select_related("verifier", "draft")
+    if search:
+        pairs = pairs.filter(search__contains=search.upper())
+    return pairs.order_by("-created_at", "-id")
+
+
+def pairs_filtered(*, params: Any) -> tuple[PairFilter, QuerySet[Pair]]:
+    """Return the catalog's bound filter and the pairs it selects, in its sort order."""
+    return filtered_pairs(params, pairs_list())
+
+
+def catalog_choices() -> dict[str, list[str]]:
+    """Return the values present for the free-text filters (families, hardware, engine versions)."""
+    return {
+        "families": sorted(set(HubModel.objects.filter(role=Role.VERIFIER).exclude(family="").values_list("family", flat=True))),
+        "hardware": sorted(set(Pair.objects.exclude(hardware="").values_list("hardware", flat=True))),
+        "engine_versions": sorted(set(Pair.objects.exclude(engine_version="").values_list("engine_version", flat=True))),
+    }
+
+
+def pairs_to_certify(*, pairs: list[Pair], limit: int | None = None) -> list[Pair]:
+    """Return the first `limit` of `pairs` that have no finished public run yet."""
+    return [pair for pair in pairs if not pair.runs.public().filter(state=RunState.FINISHED).exists()][:limit]
+
+
+def compatibility_matrix() -> dict[str, Any]:
+    """Return verifiers by drafts with the gate's verdict and the latest certification in each cell."""
+    cells = [
+        {
+            "pair": pair.pk,
+            "verifier": pair.verifier.repo_id,
+            "draft": pair.draft.repo_id if pair.draft else pair.method,
+            "compatible": (pair.compatibility or {}).get("compatible"),
+            "verdict": pair.verdict or None,  # the latest certification, copied onto the pair when it finished
+        }
+        for pair in pairs_list()
+    ]
+    return {
+        "verifiers": sorted({c["verifier"] for c in cells}),
+        "drafts": sorted({c["draft"] for c in cells}),
+        "cells": cells,
+    }
+
+
+def recommendations(*, verifier: str, hardware: str, concurrency: int, workload: str = "") -> list[dict[str, Any]]:
+    """Rank the verifier's certified-or-measured pairs on `hardware` by speedup at `concurrency` (and workload).
+
+    A per-workload speedup exists at concurrency 1 only; other levels use the suite-wide figure. A per-workload
+    figure rests on one or two prompts per block and has no interval: its row says "indicative".
+    """
+    ranked = []
+    for pair in pairs_list().filter(verifier__repo_id=verifier):
+        summary = run_summary(latest_finished_run(pair=pair, hardware=hardware))
+        if summary is None:
+            continue
+        if workload and concurrency == 1:
+            speedup = summary["per_category_speedup"].get(workload)
+        else:
+            speedup = summary["speedup"].get(str(concurrency))
+        if speedup is not None:
+            draft = pair.draft.repo_id if pair.draft else pair.method
+            indicative = bool(workload and concurrency == 1)
+            ranked.append({"pair": pair.pk, "draft": draft, "method": pair.method, "speedup": speedup, "indicative": indicative,
+                           **_verdict(summary)})  # fmt: skip
+    return sorted(ranked, key=lambda r: (r["verdict"] != "certified", -r["speedup"]))
+
+
+def _verdict(summary: RunSummary) -> dict[str, Any]:
+    return {"verdict": summary["verdict"], "run": summary["run"], "mean_acceptance_length": summary["mean_acceptance_length"]}
+
+
+EXPORT_COLUMNS = [
+    "pair", "verifier", "verifier_sha", "draft", "draft_sha", "method", "k", "compatible",
+    "run", "hardware", "vllm", "verdict", "mean_acceptance_length", "speedup_c1", "faster_up_to", "slower_from",
+]  # fmt: skip
+
+
+def export_rows() -> list[dict[str, Any]]:
+    """Return one flat row per pair with its latest certification, for CSV and JSON export."""
+    rows = []
+    for pair in pairs_list().select_related("latest_run"):
+        summary = run_summary(pair.latest_run)
+        headline: dict[str, Any] = dict(summary) if summary else {}
+        rows.append(
+            {
+                "pair": pair.pk,
+                "verifier": pair.verifier.repo_id,
+                "verifier_sha": pair.verifier.sha,
+                "draft": pair.draft.repo_id if pair.draft else "",
+                "draft_sha": pair.draft.sha if pair.draft else "",
+                "method": pair.method,
+                "k": pair.num_speculative_tokens,
+                "compatible": (pair.compatibility or {}).get("compatible"),
+                "run": headline.get("run"),
+                "hardware": headline.get("hardware"),
+                "vllm": headline.get("engine_build") or None,
+                "verdict": headline.get("verdict"),
+                "mean_acceptance_length": headline.get("mean_acceptance_length"),
+                "speedup_c1": headline.get("speedup", {}).get("1"),
+                "faster_up_to": headline.get("faster_up_to"),
+                "slower_from": headline.get("slower_from"),
+            }
+        )
+    return rows
+
+
+def pair_page(*, pair: Pair) -> dict[str, Any]:
+    """Return what the pair page shows: the latest certification's figures, run history, and the gate report."""
+    run = latest_finished_run(pair=pair)
+    document = run_document(run)
+    levels, speedups = result.levels(document), result.speedups(document)
+    return {
+        "pair": pair,
+        "run": run,
+        "verdict": result.verdict(document) or {},
+        "properties": property_rows(document),
+        "smoke": result.smoke(document),
+        "acceptance": result.acceptance(document) or {},
+        "levels": levels,
+        "speedups": [speedups[str(level)] for level in levels],
+        "throughput": result.throughput(document) or {},
+        "speed": result.speed_by_level(document),
+        "break_even_bounds": result.break_even_bounds(document),
+        "latency": result.latency_rows(document),
+        "servers": result.servers(document),
+        "load": result.machine_load(document),
+        "results": list(run.results.all()) if run else [],
+        "equivalence": result.equivalence(document) or {},
+        "environment": result.environment(document),
+        "history": list(pair.runs.public().order_by("-created_at", "-id")[:50]),
+        "gate": pair.compatibility or {},
+        "certificate": pair.certificates.filter(run__workload__isnull=True).first(),
+        "regressions": list(pair.regressions.select_related("previous_run__pair__draft")),
+        "rtol_percent": round(settings.SPECHUB_REGRESSION_RTOL * 100, 2),
+    }
+
+
+def pair_owner(*, pair: Pair) -> Any:
+    """Return the user whose submission first produced the pair, or None for pairs SpecHub added itself."""
+    # The submission that created the pair: a later duplicate (of a pair SpecHub added itself, say)
+    # makes nobody its owner.
+    submission = (
+        pair.submissions.filter(submitted_by__isnull=False, status=SubmissionStatus.ACCEPTED).order_by("created_at", "id").first()
+    )
+    return submission.submitted_by if submission else None
+
+
+def pair_public_url(*, pair: Pair) -> str:
+    """Return the pair page's absolute address, for emails, webhooks and Hub PRs."""
+    return f"{settings.SPECHUB_PUBLIC_URL.rstrip('/')}{reverse('pair', args=[pair.pk])}"

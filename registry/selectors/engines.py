@@ -1,0 +1,58 @@
+"""Reads about engine builds: their qualification records and the engines page."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from registry.models import (
+    EngineQualification,
+)
+
+
+def qualification_for(*, engine: str, engine_build: str, hardware: str, dtype: str) -> EngineQualification | None:
+    """Return the newest qualification of this engine build on this hardware class and dtype."""
+    found = EngineQualification.objects.filter(engine=engine, engine_build=engine_build, hardware=hardware, dtype=dtype)
+    return found.first()
+
+
+def engine_qualifications() -> list[EngineQualification]:
+    """Return the newest qualification of each engine build x hardware class x dtype, newest first."""
+    newest: dict[tuple[str, str, str, str], EngineQualification] = {}
+    for row in EngineQualification.objects.all():  # ordered newest first: the first seen is kept
+        newest.setdefault((row.engine, row.engine_build, row.hardware, row.dtype), row)
+    return list(newest.values())
+
+
+def qualification_by_digest(*, digest: str) -> EngineQualification | None:
+    return EngineQualification.objects.filter(digest=digest).first()
+
+
+class ControlRow(TypedDict):
+    name: str
+    method: str | None
+    draft: str | None
+    outcome: str
+    summary: str
+    tests: list[dict[str, Any]]  # one per mode and probe: p-value, samples, and the TV it detects
+
+
+class BuildPage(TypedDict):
+    qualification: EngineQualification
+    controls: list[ControlRow]
+    not_judgeable: list[str]  # the methods whose pairs' sampling cannot be judged on this build
+
+
+def engines_page() -> list[BuildPage]:
+    """Return each qualified build with its controls' tests flattened for a table, and what they mean for pairs."""
+    pages: list[BuildPage] = []
+    for row in engine_qualifications():
+        controls = row.document["controls"]
+        rows: list[ControlRow] = [
+            {**{k: c.get(k) for k in ("name", "method", "draft", "outcome", "summary")},  # type: ignore[typeddict-item]
+             "tests": [{"mode": m["mode"], **p} for m in c["sampling"] for p in m["probes"]]}
+            for c in controls
+        ]  # fmt: skip
+        failing = {c["method"] for c in controls if c["outcome"] == "fail"}
+        every = sorted(m for m in {c["method"] for c in controls} if m) if None in failing else sorted(failing - {None})
+        pages.append({"qualification": row, "controls": rows, "not_judgeable": every})
+    return pages
