@@ -31,6 +31,7 @@ from workers import certification
 from workers.__main__ import parse, spec_from
 from workers.engines.vllm import engine_arguments
 from workers.stages import default_stages
+from workers.workbench import Workbench
 from zoo.localhub import LocalHub
 
 GIB = 2**30
@@ -85,7 +86,7 @@ def certify(draft: str) -> tuple[float, result.ResultDocument]:
     return seconds, document
 
 
-def bare_vllm(bench: certification.Workbench) -> float:
+def bare_vllm(bench: Workbench) -> float:
     """The speculative offline engine's generate calls, as a plain vLLM script would make them."""
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
@@ -110,7 +111,7 @@ def bare_vllm(bench: certification.Workbench) -> float:
 
 def harness_vs_bare(draft: str) -> tuple[float, float]:
     spec = spec_from(parse(["certify", "--draft", draft, "--verifier", "spechub-toy/llama-verifier", "--out", "-"]))
-    bench = certification.Workbench.for_spec(spec)
+    bench = Workbench.for_spec(spec)
     certification.fetch(bench, lambda p: None)
     certification.gate(bench, lambda p: None)
     started = time.perf_counter()

@@ -101,16 +101,6 @@ def sign(payload: Payload, private_key: Ed25519PrivateKey) -> bytes:
     return canonical({"payload": _b64(body), "payloadType": PAYLOAD_TYPE, "signatures": [signature]}) + b"\n"
 
 
-def sign_legacy(payload: Payload, private_key: Ed25519PrivateKey) -> bytes:
-    """Return a certificate in the format before DSSE (kept so that tests can show old files still verify)."""
-    signature = {
-        "algorithm": ALGORITHM,
-        "key_id": key_id(private_key.public_key()),
-        "value": private_key.sign(canonical(payload)).hex(),
-    }
-    return canonical({"certificate": payload, "signature": signature}) + b"\n"
-
-
 def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 

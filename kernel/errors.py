@@ -162,7 +162,7 @@ ERRORS: dict[str, ErrorText] = {
     "workload:invalid": ErrorText(
         Fault.USER,
         "The workload file has a request SpecHub cannot read.",
-        'Fix the line and field named in the message (the README\'s "Your own traffic" lists the formats), '
+        'Fix the line and field named in the message (docs/catalog.md, "Your own traffic", lists the formats), '
         "then upload or run again.",
     ),
     "workload:too-large": ErrorText(

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.engine
 def test_the_demo_qualifies_the_engine_then_certifies_a_toy_pair_in_process_on_embedded_sqlite(tmp_path):
     # One control of the six keeps it short: the draft_model method the first pair uses (the verifier alone's is
     # tests/workers/test_qualify_in_a_worker.py's, all six tests/workers/test_qualification_vllm.py's).
-    # At TV 0.2 (a quarter of the default's samples): the defect it must catch is TV 0.57 (README).
+    # At TV 0.2 (a quarter of the default's samples): the defect it must catch is TV 0.57 (docs/measuring.md).
     qualify = {"SPECHUB_QUALIFY_NEW_BUILDS": "1", "SPECHUB_QUALIFY_CONTROLS": "draft_model", "SPECHUB_QUALIFY_TV": "0.2"}
     stages = {"SPECHUB_DIRECTOR_STAGES": "workers.stages.unserved_stages"}  # it times nothing, so it shares the cores
     env = process_env(

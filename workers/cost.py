@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kernel.spec import Plan
 from workers import metrics
-from workers.serving import QUIET_BEFORE_BLOCK
+from workers.timing import QUIET_BEFORE_BLOCK
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,3 @@ def next_token_distributions(
     """Return {token: probability} of the token after each prefix, at `temperature`; the model loads once."""
     with exact_model(verifier, temperature, dtype) as distributions:
         return distributions(prefixes)
-
-
-def next_token_distribution(
-    verifier: Path | str, prefix: list[int], temperature: float, dtype: str = "float32"
-) -> dict[int, float]:
-    """Return {token: probability} of the token after `prefix`, at `temperature`."""
-    return next_token_distributions(verifier, [prefix], temperature, dtype)[0]

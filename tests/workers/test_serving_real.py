@@ -10,7 +10,7 @@ import pytest
 
 from kernel import result
 from tests.support.certified import PAIRS
-from workers.serving import PROBE_PAIRS
+from workers.timing import PROBE_PAIRS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
 

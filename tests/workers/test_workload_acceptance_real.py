@@ -15,7 +15,8 @@ import pytest
 from kernel.hub import HubClient
 from kernel.spec import ModelRef, Plan, RunSpec
 from kernel.traffic import CUSTOM
-from workers.certification import Workbench, fetch, gate, speculative
+from workers.certification import fetch, gate, speculative
+from workers.workbench import Workbench
 from zoo.corpus import _ADJECTIVES, _FUNCS, _NOUNS
 
 pytestmark = pytest.mark.engine

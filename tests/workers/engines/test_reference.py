@@ -11,7 +11,7 @@ from tests.workers.engines.toy import DRAFT, VERIFIER, draft_model, suite_prompt
 from workers import metrics
 from workers.engines import load_engine
 from workers.engines.base import EngineConfig, Sampling, SpecCounters
-from workers.exact import next_token_distribution
+from workers.exact import next_token_distributions
 
 pytestmark = pytest.mark.engine  # the reference engine runs on torch, from the cpu extra
 
@@ -62,7 +62,7 @@ def test_the_sampling_test_passes_rejection_sampling_and_catches_a_sampler_that_
     """On a code prompt the draft's first-token distribution is far from the verifier's (TV ≈ 0.97),
     so accepting every draft token samples the draft's distribution instead of the verifier's."""
     prefix = suite_prompts()[0]
-    exact = next_token_distribution(VERIFIER, prefix, 1.0)
+    (exact,) = next_token_distributions(VERIFIER, [prefix], 1.0)
     fair = metrics.chi_square_test(first_tokens("rejection", prefix, 400), exact)
     biased = metrics.chi_square_test(first_tokens("always", prefix, 400), exact)
     assert fair["p_value"] > 0.01, fair

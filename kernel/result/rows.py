@@ -1,0 +1,225 @@
+"""The figures as pages, exports and the API's summary show them: the headline summary, speed by level with its
+label, latency rows, the servers, the machine's load, the measurement's plan and precision, and the levels
+claimed in sequence."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict, cast
+
+from kernel.result.read import acceptance, engine_build, speedups, throughput, verdict
+from kernel.result.schema import (
+    BELOW_MARGIN,
+    FASTER,
+    LATENCIES,
+    MACHINE_LIMITED,
+    NO_DIFFERENCE,
+    NOT_IN_SEQUENCE,
+    SLOWER,
+    Level,
+    MachineLoad,
+    ResultDocument,
+    Servers,
+    Summary,
+)
+
+
+class SpeedAtLevel(TypedDict):
+    concurrency: int
+    speedup: float
+    interval: list[float]
+    supports: str  # what the interval supports: faster, slower, or no measurable difference
+    baseline_tokens_per_second: float | None
+    speculative_tokens_per_second: float | None
+    pairs: int  # the paired blocks the interval rests on (0: measured offline, version 2)
+    stopping: str | None  # why the level stopped at that many (None: an older run's fixed count)
+    dof: int  # the interval's t degrees of freedom: Stein's first stage less one, else the pairs less one
+
+
+def interval_dof(figures: Level) -> int:
+    stopping = figures.get("stopping")
+    if stopping and stopping["reason"] != MACHINE_LIMITED:
+        return max(1, stopping["first_pairs"] - 1)
+    return max(1, len(figures.get("block_ratios") or []) - 1)
+
+
+def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> str:
+    """Return what a speedup's interval supports: faster only when all of it lies above `threshold` (a practical
+    margin, 1 or more); above 1 but not wholly above the margin, a gain too small to certify."""
+    if not interval or len(interval) != 2:
+        return "not measured"
+    low, high = interval
+    if low > threshold:
+        return FASTER
+    if low > 1:
+        return BELOW_MARGIN
+    return SLOWER if high < 1 else NO_DIFFERENCE
+
+
+def limited(figures: Level) -> bool:
+    """Whether the measuring machine, not the pair, set the pace at this level."""
+    return "stopping" in figures and figures["stopping"]["reason"] == MACHINE_LIMITED
+
+
+def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
+    """Return each concurrency level's speedup, interval and what the interval supports, lowest level first."""
+    measured = throughput(document)
+    if measured is None:
+        return []
+    rows: list[SpeedAtLevel] = []
+    for level in sorted(measured["levels"], key=int):
+        figures = measured["levels"][level]
+        interval = list(figures.get("speedup_interval") or [])
+        baseline, speculative = figures.get("baseline") or {}, figures.get("speculative") or {}
+        rows.append(
+            {
+                "concurrency": int(level),
+                "speedup": figures["speedup"],
+                "interval": interval,
+                "supports": MACHINE_LIMITED if limited(figures) else speed_label(interval),  # in sequence below
+                "baseline_tokens_per_second": baseline.get("tokens_per_second"),
+                "speculative_tokens_per_second": speculative.get("tokens_per_second"),
+                "pairs": len(figures.get("block_ratios") or []),
+                "stopping": figures["stopping"]["reason"] if "stopping" in figures else None,
+                "dof": interval_dof(figures),
+            }
+        )
+    for row, supports in zip(rows, in_sequence([row["supports"] for row in rows]), strict=True):
+        row["supports"] = supports
+    return rows
+
+
+class LatencyRow(TypedDict):
+    where: str  # "c=4", or "Poisson 7.5 req/s"
+    metric: str  # one of LATENCIES
+    baseline: dict[str, float | None]  # "p50" ... "p99", in ms
+    speculative: dict[str, float | None]
+
+
+def latency_rows(document: ResultDocument | None) -> list[LatencyRow]:
+    """Return every level's (and the rate point's) latency percentiles, baseline beside speculative."""
+    measured = throughput(document)
+    if measured is None:
+        return []
+    places: list[tuple[str, Level]] = [(f"c={level}", measured["levels"][level]) for level in sorted(measured["levels"], key=int)]
+    if (point := measured.get("rate_point")) is not None:
+        places.append((f"Poisson {point['request_rate']:.2f} req/s", point))
+    rows: list[LatencyRow] = []
+    for where, figures in places:
+        for metric in LATENCIES:
+            baseline, speculative = (_percentiles_of(figures, side, metric) for side in ("baseline", "speculative"))
+            if baseline.get("p50") is not None or speculative.get("p50") is not None:
+                rows.append({"where": where, "metric": metric, "baseline": baseline, "speculative": speculative})
+    return rows
+
+
+def _percentiles_of(figures: Level, side: str, metric: str) -> dict[str, float | None]:
+    """One side's percentiles of one latency; empty where an older document did not measure them."""
+    rates: Mapping[str, Any] = cast(Mapping[str, Any], figures).get(side) or {}
+    found: dict[str, float | None] = (rates.get("latency_ms") or {}).get(metric) or {}
+    return found
+
+
+def servers(document: ResultDocument | None) -> Servers | None:
+    """Return the servers' commands and published recipes, for serving-mode documents."""
+    measured = throughput(document)
+    return measured.get("servers") if measured else None
+
+
+def machine_load(document: ResultDocument | None) -> MachineLoad | None:
+    """Return the machine's load around the timed blocks, for serving-mode documents."""
+    measured = throughput(document)
+    return measured.get("load") if measured else None
+
+
+class Measurement(TypedDict):
+    """How a document's speed was measured, in brief, as the API gives it."""
+
+    mode: str | None
+    recipe: str | None  # the `vllm serve` line that was measured
+    baseline_recipe: str | None
+    output_tokens: int | None
+    request_rate: float | None  # the Poisson point
+    latency_speedup: float | None  # baseline over speculative mean E2E latency at that rate
+    latency_speedup_interval: list[float]
+    counters_agree: bool | None
+    load: MachineLoad | None
+
+
+class Precision(TypedDict):
+    first_pairs: int
+    most_pairs: int
+    half_width_percent: float  # at the lowest level
+    half_width_loaded_percent: float  # at the others
+
+
+def precision(document: ResultDocument | None) -> Precision | None:
+    """Return the precision the run's plan asked for; None for runs that timed a fixed count of pairs."""
+    plan: Mapping[str, Any] = document["spec"].get("plan") or {} if document else {}
+    if "most_pairs" not in plan:
+        return None
+    return {"first_pairs": plan["repeats"], "most_pairs": plan["most_pairs"], "half_width_percent": 100 * plan["half_width"],
+            "half_width_loaded_percent": 100 * plan["half_width_loaded"]}  # fmt: skip
+
+
+def measurement(document: ResultDocument | None) -> Measurement | None:
+    """Return how speed was measured: the served commands, the Poisson point, the counter check, the load."""
+    measured = throughput(document)
+    if measured is None:
+        return None
+    ran, point, counted = measured.get("servers"), measured.get("rate_point"), measured.get("counters")
+    return {
+        "mode": measured.get("mode"),
+        "recipe": ran["speculative_recipe"] if ran else None,
+        "baseline_recipe": ran["baseline_recipe"] if ran else None,
+        "output_tokens": ran["output_tokens"] if ran else None,
+        "request_rate": point["request_rate"] if point else None,
+        "latency_speedup": point["speedup"] if point else None,
+        "latency_speedup_interval": point["speedup_interval"] if point else [],
+        "counters_agree": counted["agree"] if counted else None,
+        "load": measured.get("load"),
+    }
+
+
+def break_even_bounds(document: ResultDocument | None) -> tuple[int | None, int | None]:
+    """Return (faster up to this level, slower from this level), each by the fixed sequence in_sequence() keeps.
+
+    Break-even lies between them; levels whose interval straddles 1 are neither. With five levels labelled
+    each on its own interval, some level read "faster" for a pair no faster anywhere 11.9 % of the time.
+    """
+    rows = speed_by_level(document)
+    faster = [row["concurrency"] for row in rows if row["supports"] == FASTER]
+    slower = [row["concurrency"] for row in rows if row["supports"] == SLOWER]
+    return (max(faster) if faster else None, min(slower) if slower else None)
+
+
+def in_sequence(labels: Sequence[str]) -> list[str]:
+    """Fixed-sequence testing over the levels, lowest first: "faster" is claimed upward from the lowest level until
+    the first that is not faster, "slower" downward from the highest until the first that is not slower. Each claim
+    is a one-sided test at 2.5 %, and a sequence that stops at its first non-rejection keeps the family's error at
+    2.5 % per direction however many levels there are. A level outside its run claims neither."""
+    kept = list(labels)
+    for order, claim in ((range(len(kept)), FASTER), (range(len(kept) - 1, -1, -1), SLOWER)):
+        running = True
+        for i in order:
+            running = running and kept[i] == claim
+            if kept[i] == claim and not running:
+                kept[i] = NOT_IN_SEQUENCE
+    return kept
+
+
+def summary(document: ResultDocument | None) -> Summary | None:
+    """Return the headline figures, or None for a document without stages."""
+    if document is None or not document["stages"]:
+        return None
+    measured, accepted, judged = throughput(document), acceptance(document), verdict(document)
+    faster, slower = break_even_bounds(document)
+    return {
+        "verdict": judged["verdict"] if judged else None,
+        "mean_acceptance_length": accepted["mean_acceptance_length"] if accepted else None,
+        "speedup": speedups(document),
+        "per_category_speedup": measured.get("per_category_speedup", {}) if measured else {},
+        "faster_up_to": faster,
+        "slower_from": slower,
+        "engine_build": engine_build(document),
+    }

@@ -1,0 +1,351 @@
+"""The result document's types (TypedDicts), its version, and the labels a measured figure may carry."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+from kernel.spec import SpecFields
+
+SCHEMA_VERSION = 3
+
+
+READABLE_VERSIONS = frozenset({1, 2, 3})
+
+
+LATENCIES = ("ttft", "tpot", "itl", "e2e")  # time to first token, per output token, between tokens, end to end
+
+
+PERCENTILES = (50, 90, 95, 99)
+
+
+STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "smoke", "verdict")
+
+
+class Counts(TypedDict):
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    accepted_per_position: list[int]
+
+
+class AtK(TypedDict):
+    k: int
+    mean_acceptance_length: float
+
+
+class Acceptance(TypedDict):
+    mean_acceptance_length: float | None
+    acceptance_rate: float | None
+    per_position: list[float]  # cumulative: P(positions 1..i all accepted), per drafting step
+    counts: Counts
+    prompts: NotRequired[int]  # prompts with their own counters; absent where the engine did not count per request
+    mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over prompts; absent below 8 prompts
+    by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
+
+
+class Divergence(TypedDict):
+    prompt: int
+    token: int
+
+
+class Greedy(TypedDict):
+    exact_match: float | None
+    prompts: int
+    divergences: list[Divergence]
+
+
+class ChiSquare(TypedDict):
+    samples: int
+    bins: int
+    statistic: float
+    dof: int
+    p_value: float
+
+
+class Power(TypedDict):
+    """What a test detects: any total variation ≥ tv over its bins, with this power, at this level."""
+
+    tv: float
+    power: float
+    alpha: float
+    samples_needed: int
+
+
+class TwoTokenTest(ChiSquare):
+    """The joint test of a prefix's first two tokens (workers/two_tokens.py), with the power it reached."""
+
+    observed_tv: float
+    power: Power
+    detectable_tv: float  # what the samples actually drawn detect with the stated power
+
+
+class SamplingTest(ChiSquare):
+    """A pair's own test on one prefix of the suite. Documents before the joint test (2026-12-03) tested the
+    second token given the modal first one, with no power stated: they carry given_first_token instead."""
+
+    prefix: int
+    given_first_token: NotRequired[int]
+    observed_tv: NotRequired[float]
+    power: NotRequired[Power]
+    detectable_tv: NotRequired[float]
+
+
+class Rates(TypedDict):
+    """One server at one level, over all its blocks."""
+
+    tokens_per_second: float  # output tokens/s, the mean over blocks
+    tokens_per_second_runs: list[float]  # each block's
+    requests_per_second: float | None
+    latency_ms: dict[str, dict[str, float | None]]  # LATENCIES -> {"p50", "p90", "p95", "p99"}, over all requests
+
+
+class Stopping(TypedDict):
+    """How many pairs a level took, and why it stopped there (Stein's two-stage rule, workers/metrics.py)."""
+
+    first_pairs: int  # timed before the rule looked
+    most_pairs: int
+    target_half_width: float  # relative: 0.05 is ±5 %
+    half_width: float  # what the interval has
+    reason: str  # one of STOPPING_REASONS
+
+
+class Level(TypedDict):
+    baseline: Rates
+    speculative: Rates
+    speedup: float  # the geometric mean of the paired block ratios
+    speedup_interval: list[float]  # its 95 % interval (Student t on the log ratios; Stein's where `stopping` is)
+    speedup_cv: float | None
+    block_ratios: list[float]  # speculative over baseline tok/s, one per A B (or B A) pair
+    requests_per_block: int
+    stopping: NotRequired[Stopping]
+    # The client's CPU seconds over wall time (1.0: a whole core), the median block's; and the concurrency
+    # each side's requests achieved (the sum of their latencies over the block's wall time).
+    client_busy: NotRequired[float]
+    achieved_concurrency: NotRequired[dict[str, float]]
+
+
+class RatePoint(Level):
+    """Requests arriving as a Poisson process: `speedup` is baseline over speculative mean E2E latency."""
+
+    request_rate: float
+
+
+class MachineLoad(TypedDict):
+    """The machine around the timed blocks, so a reader can judge a noisy run."""
+
+    load_average_before: list[float]
+    load_average_after: list[float]
+    wall_seconds: float
+    other_cpu_seconds: float  # CPU time used by processes outside the measurement
+    other_cpu_share: float  # of all cores over the wall time
+    cpu_count: int
+
+
+class Servers(TypedDict):
+    """The two servers: the commands that ran, and the `vllm serve` lines the pair page publishes."""
+
+    baseline_command: list[str]
+    speculative_command: list[str]
+    baseline_recipe: str
+    speculative_recipe: str
+    start_seconds: float
+    output_tokens: int
+
+
+class ServedCounters(TypedDict):
+    """The speculative server's /metrics counters on the greedy prompts, against the offline engine's."""
+
+    served: Counts
+    offline: Counts
+    agree: bool
+
+
+class Throughput(TypedDict):
+    levels: dict[str, Level]
+    # The crossing of point estimates, with no interval: documents before 2026-12-03 carry it; nothing reads it.
+    break_even_concurrency: NotRequired[float | None]
+    theoretical_bound: float | None
+    per_category_speedup: dict[str, float]
+    mode: str  # "serving"; "offline" for version-2 documents
+    servers: Servers | None
+    rate_point: RatePoint | None
+    load: MachineLoad | None
+    counters: ServedCounters | None
+
+
+class SmokeFeature(TypedDict):
+    """One serving feature with speculation: equal, differs, runs, fails, not-supported, speculation off or
+    parameter ignored (workers/smoke.py)."""
+
+    feature: str
+    outcome: str
+    detail: str
+    divergence: NotRequired[dict[str, int]]  # the first diverging request and token
+    error: NotRequired[str]  # the engine's own message
+
+
+class Smoke(TypedDict):
+    features: list[SmokeFeature]
+    seconds: float
+
+
+class Equivalence(TypedDict):
+    greedy: dict[str, Greedy]
+    reference: dict[str, Greedy] | None
+    sampling: list[SamplingTest]
+
+
+class WorkloadEquivalence(TypedDict, total=False):
+    greedy_exact_match: float | None
+    divergences: list[Divergence]
+    reference_exact_match: float | None
+
+
+class WorkloadThroughput(TypedDict, total=False):
+    speedup: float | None
+
+
+class WorkloadFigures(TypedDict):
+    acceptance: Acceptance
+    equivalence: WorkloadEquivalence
+    throughput: WorkloadThroughput
+
+
+class Suite(TypedDict):
+    suite: str
+    sha256: str
+    prompts: NotRequired[int]  # the distinct prompts measured; never the prompts themselves
+    private: NotRequired[bool]  # a user's own workload
+
+
+class Environment(TypedDict, total=False):
+    versions: dict[str, str]
+    engine_build: str
+    hardware_class: str
+    cpu: str
+    cpu_count: int | None
+    engine: dict[str, object]  # the engine's own manifest: its arguments, as the engine reports them
+    baseline_engine: dict[str, object]
+    dtype: str
+    enforce_eager: bool
+    k: int
+    seed: int
+    workloads: Suite
+    speculative_config: dict[str, object] | None
+
+
+class PropertyVerdict(TypedDict):
+    """One property's judgement: its outcome, whose fault a failure is (pair, engine, or None), and why."""
+
+    outcome: str
+    fault: str | None
+    reason: str
+    evidence: dict[str, Any]
+
+
+class Properties(TypedDict):
+    acceptance: PropertyVerdict
+    greedy: PropertyVerdict
+    sampling: PropertyVerdict
+    speed: PropertyVerdict
+
+
+class Verdict(TypedDict):
+    verdict: str
+    reasons: list[str]
+    thresholds: dict[str, float]
+    workloads: dict[str, WorkloadFigures]
+    environment: Environment
+    # Since per-property verdicts (kernel/verdict.py); absent from older documents.
+    properties: NotRequired[Properties]
+    qualification: NotRequired[dict[str, str] | None]  # the engine qualification it was judged with
+
+
+class BaselineCache(TypedDict):
+    key: str
+    hit: bool
+
+
+class BaselineStage(TypedDict):
+    cache: BaselineCache
+    start_seconds: float
+    manifest: dict[str, object]
+
+
+class SpeculativeStage(TypedDict):
+    start_seconds: float
+    manifest: dict[str, object]
+    acceptance: Acceptance
+
+
+class Stages(TypedDict, total=False):
+    """Each stage's part; a director given fewer stages (tests, partial runs) leaves the rest out."""
+
+    fetch: dict[str, str | None]  # the pinned commits fetched
+    gate: dict[str, object]  # the gate's report, as kernel.formats.Report.as_dict gives it
+    baseline: BaselineStage
+    speculative: SpeculativeStage
+    equivalence: Equivalence
+    throughput: Throughput
+    smoke: Smoke  # since the smoke tier; absent from older documents
+    verdict: Verdict
+
+
+class ResultDocument(TypedDict):
+    schema_version: int
+    spec: SpecFields
+    stages: Stages
+    workloads: dict[str, WorkloadFigures]
+    environment: Environment
+
+
+class Summary(TypedDict):
+    """The headline figures of one document, as listings, regressions and the catalog use them."""
+
+    verdict: str | None
+    mean_acceptance_length: float | None
+    speedup: dict[str, float]
+    per_category_speedup: dict[str, float]
+    faster_up_to: int | None  # break_even_bounds: the fixed sequence upward from c=1
+    slower_from: int | None
+    engine_build: str
+
+
+class CertifiedAcceptance(TypedDict):
+    acceptance: Acceptance | None
+
+
+class CertifiedEquivalence(TypedDict):
+    greedy: dict[str, Greedy] | None
+    reference: dict[str, Greedy] | None
+    sampling: list[SamplingTest] | None
+
+
+class CertifiedResults(TypedDict):
+    """The part of a document a certificate carries; the raw sweeps stay with the run."""
+
+    workloads: dict[str, WorkloadFigures]
+    speculative: CertifiedAcceptance
+    equivalence: CertifiedEquivalence
+    throughput: Throughput | None
+
+
+FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+
+
+BELOW_MARGIN = "faster, but not by the margin"
+
+
+# A level where the measuring machine (the benchmark client, or requests short of the concurrency asked), not the
+# pair, set the pace: shown, never in a verdict or a break-even.
+MACHINE_LIMITED = "limited by the measuring machine"
+
+
+# Its own interval excludes 1, but a level before it in the fixed sequence did not show the same (in_sequence).
+NOT_IN_SEQUENCE = "not claimed: an earlier level in the sequence was not"
+
+
+REACHED, NOT_REACHED = "precision reached", "precision not reached at the most pairs"
+
+
+STOPPING_REASONS = (REACHED, NOT_REACHED, MACHINE_LIMITED)

@@ -1,0 +1,145 @@
+"""The throughput stage: the verifier alone and the pair served side by side (workers/serving.py), their served
+counters checked against the offline ones, and every level timed in paired blocks to the plan's precision
+(workers/timing.py), then the Poisson rate point.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+
+from kernel import result
+from kernel.errors import UserError
+from kernel.formats import serve_arguments, serve_line
+from kernel.spec import Plan
+from workers import metrics, serving, timing
+from workers import smoke as smoke_tier
+from workers.engines import load_engine
+from workers.engines.base import SpecCounters
+from workers.workbench import Tick, Workbench, measured, total_counters, without_local_paths
+
+# A block's interval is conditional on its prompts: one per category left a workload without categories two.
+MIN_BLOCK_PROMPTS = 8
+
+
+def sweep_order(bench: Workbench) -> list[int]:
+    """The prompts speed is timed on: drawn at random within each category (the plan's seed, recorded with the run),
+    then round-robin over the categories, so each block mixes them."""
+    by_category: dict[str, list[int]] = {}
+    for index, category in enumerate(bench.categories):
+        by_category.setdefault(category, []).append(index)
+    draw = random.Random(bench.spec.plan.seed)  # noqa: S311  # a reproducible sample, not a secret
+    for indices in by_category.values():
+        draw.shuffle(indices)
+    rounds = itertools.zip_longest(*by_category.values())
+    return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
+
+
+def throughput(bench: Workbench, report: Tick) -> result.Throughput:
+    """Serve the verifier alone and the pair side by side, check the served counters, time paired blocks."""
+    plan = bench.spec.plan
+    if not 2 <= plan.repeats <= plan.most_pairs:
+        raise UserError("run:invalid-spec", f"repeats is {plan.repeats} and most_pairs {plan.most_pairs}: an interval needs "
+                        "2 paired blocks at least, and the first stage no more than the most.")  # fmt: skip
+    engine = load_engine(bench.spec.engine)()
+    configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
+    started = time.perf_counter()
+    with serving.servers(engine, configs) as running:
+        start_seconds = time.perf_counter() - started
+        report(30)
+        model = configs["baseline"].verifier
+        counters = served_counters_check(bench, running["speculative"], model)
+        for server in running.values():  # the first requests pay for lazy set-up: keep them out of the timings
+            timing.run_block(server, model, bench.prompts[:4], 16, concurrency=4)
+        report(40)
+        with timing.LoadMeter() as load:
+            levels, per_category, rate_point = _timed(bench, running, model, report)
+        began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
+        bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
+        bench.smoke_request_seconds = time.perf_counter() - began
+    al = metrics.acceptance(total_counters(measured(bench)[1]))["mean_acceptance_length"]
+    return {
+        "levels": levels,
+        # With a free draft, each verifier step yields AL tokens: no speedup can exceed it.
+        "theoretical_bound": al,
+        "per_category_speedup": per_category,
+        "mode": "serving",
+        "servers": served_commands(bench, running, start_seconds),
+        "rate_point": rate_point,
+        "load": load.record(),
+        "counters": counters,
+    }
+
+
+def _timed(
+    bench: Workbench, running: dict[str, serving.Server], model: str, report: Tick
+) -> tuple[dict[str, result.Level], dict[str, float], result.RatePoint]:
+    """Every level's paired blocks, then the Poisson point at a rate the baseline's c=1 blocks set."""
+    plan = bench.spec.plan
+    order = sweep_order(bench)
+    categories = len(set(bench.categories))
+    levels: dict[str, result.Level] = {}
+    per_category: dict[str, float] = {}
+    for number, concurrency in enumerate(plan.concurrency):
+        count = min(len(order), max(2 * concurrency, categories, MIN_BLOCK_PROMPTS))
+        prompts = [bench.prompts[i] for i in order[:count]]
+
+        def block(server: serving.Server, repeat: int, prompts: list[list[int]] = prompts, at: int = concurrency) -> timing.Block:
+            return timing.run_block(server, model, prompts, plan.output_tokens, concurrency=at)
+
+        rule = stopping_rule(plan, lowest=number == 0)
+        levels[str(concurrency)], blocks = timing.precise_level(running, rule, block, timing.throughput_ratio, asked=concurrency)
+        if concurrency == 1:
+            per_category = timing.category_speedups(blocks, [bench.categories[i] for i in order[:count]])
+        report(40 + 50 * (number + 1) // len(plan.concurrency))
+    return levels, per_category, _rate_point(bench, running, model, levels, [bench.prompts[i] for i in order[:8]])
+
+
+def _rate_point(
+    bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level], prompts: list[list[int]]
+) -> result.RatePoint:
+    plan = bench.spec.plan
+    single = levels[str(min(plan.concurrency, key=int))]["baseline"]["requests_per_second"] or 1.0
+    rate = plan.request_rate or 2 * single
+
+    def block(server: serving.Server, repeat: int) -> timing.Block:
+        arrivals = timing.poisson_arrivals(len(prompts), rate, seed=plan.seed + repeat)
+        return timing.run_block(server, model, prompts, plan.output_tokens, concurrency=None, arrivals=arrivals)
+
+    figures, _ = timing.precise_level(running, stopping_rule(plan, lowest=False), block, timing.latency_ratio)
+    return {**figures, "request_rate": rate}
+
+
+def stopping_rule(plan: Plan, *, lowest: bool) -> metrics.Stein:
+    """The plan's precision: tighter at the lowest level, which the verdict reads."""
+    return metrics.Stein(first=plan.repeats, most=plan.most_pairs, target=plan.half_width if lowest else plan.half_width_loaded)
+
+
+def served_counters_check(bench: Workbench, server: serving.Server, model: str) -> result.ServedCounters:
+    """The greedy prompts again, per category as the offline engine took them, through the server's /metrics."""
+    served = SpecCounters()
+    for category in dict.fromkeys(bench.categories):
+        prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
+        before = serving.served_counters(server)
+        serving.complete(server, model, prompts, bench.suite.max_tokens)
+        served = served + (serving.served_counters(server) - before)
+    assert bench.speculative is not None, "the speculative stage runs first"
+    offline = total_counters(bench.speculative)
+    return {"served": metrics.acceptance(served)["counts"], "offline": metrics.acceptance(offline)["counts"],
+            "agree": served == offline}  # fmt: skip
+
+
+def served_commands(bench: Workbench, running: dict[str, serving.Server], start_seconds: float) -> result.Servers:
+    """The commands that ran, and the lines to publish: the same arguments, naming the pinned Hub repos."""
+    spec, conditions = bench.spec, bench.spec.plan.conditions
+    published = bench.gate.recipe.speculative_config if bench.gate and bench.gate.recipe else None
+    verifier = (spec.verifier.repo_id, spec.verifier.sha)
+    return {
+        "baseline_command": without_local_paths(running["baseline"].command, bench),
+        "speculative_command": without_local_paths(running["speculative"].command, bench),
+        "baseline_recipe": serve_line(serve_arguments(*verifier, None, conditions)),
+        "speculative_recipe": serve_line(serve_arguments(*verifier, published, conditions)),
+        "start_seconds": start_seconds,
+        "output_tokens": spec.plan.output_tokens,
+    }

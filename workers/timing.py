@@ -1,0 +1,286 @@
+"""Speed as pairs are served: paired blocks on the two servers, and the figures they give.
+
+The servers (workers/serving.py) are driven with vLLM's own benchmark client, `vllm.benchmarks.serve`. That
+client streams every request and times TTFT, ITL and end-to-end latency token by token. It was chosen over
+guidellm because it ships with the engine it measures: the same version, no second environment, and the engine's
+own reading of its spec-decode counters.
+
+Blocks alternate A B B A A B ... at every level, so two neighbouring blocks share the machine's momentary load
+and their ratio is a speedup with that load cancelled; the interval comes from those paired ratios
+(metrics.paired_ratio), and a level stops by Stein's rule (metrics.Stein). No timing is kept from one run to the
+next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kernel import result
+from kernel.errors import InfraError
+from workers import metrics
+from workers.serving import SIDES, Server
+
+# Every block starts on a quiet machine: 1.1 s after the last block ended, on either server.
+# vLLM's worker keeps polling its shared-memory queue for a second after its last step
+# (SpinCondition's busy_loop_s in vllm/distributed/device_communicators/shm_broadcast.py),
+# and on CPU both servers' workers are bound to the same core; a block started sooner
+# shares the machine with the tail of the one before. Measured here: with no pause the
+# baseline's c=1 tok/s swung 330-545; pausing only when switching servers, the second of
+# two back-to-back blocks on one server ran at a fraction of the first (c=16: 550 against
+# 1100 tok/s); with a pause before every block, 3382-3972 over 8 blocks.
+QUIET_BEFORE_BLOCK = 1.1
+
+
+@dataclass(frozen=True)
+class Block:
+    """What one block of requests gave, request by request (in the order they were listed)."""
+
+    seconds: float
+    output_tokens: list[int]
+    ttft: list[float]
+    itl: list[list[float]]
+    e2e: list[float]
+    client_busy: float = 0.0  # the client's own CPU seconds over the block's wall time: 1.0 is a whole core
+
+    @property
+    def tokens_per_second(self) -> float:
+        return sum(self.output_tokens) / self.seconds
+
+    @property
+    def requests_per_second(self) -> float:
+        return len(self.e2e) / self.seconds
+
+
+def run_block(
+    server: Server, model: str, prompts: Sequence[list[int]], output_tokens: int, *, concurrency: int | None,
+    arrivals: Sequence[float] | None = None,
+) -> Block:  # fmt: skip
+    """Send `prompts` through vLLM's benchmark client: at most `concurrency` at a time, or at `arrivals` (s)."""
+    from vllm.benchmarks.datasets import SampleRequest
+    from vllm.benchmarks.serve import TaskType, benchmark
+
+    times: Sequence[float | None] = arrivals if arrivals is not None else [None] * len(prompts)
+    requests = [
+        SampleRequest(prompt=prompt, prompt_len=len(prompt), expected_output_len=output_tokens, timestamp=at)
+        for prompt, at in zip(prompts, times, strict=True)
+    ]
+    run = benchmark(
+        task_type=TaskType.GENERATION, endpoint_type="vllm", api_url=f"{server.url}/v1/completions", base_url=server.url,
+        model_id=model, model_name=model, tokenizer=None, input_requests=requests, logprobs=None,
+        request_rate=float("inf"), burstiness=1.0, disable_tqdm=True, num_warmups=0, profile=False,
+        selected_percentile_metrics=["e2el"], selected_percentiles=[50.0], ignore_eos=True, goodput_config_dict={},
+        max_concurrency=concurrency, lora_modules=None, extra_headers=None, extra_body={"temperature": 0},
+        ready_check_timeout_sec=0, self_timed=arrivals is not None,
+    )  # fmt: skip
+    # The client prints its own summary table; its event loop gets a thread of its own, since the
+    # caller may already run one (a test session with Playwright's does).
+    before = time.process_time()  # every thread of this process: the client's event loop is one of them
+    with contextlib.redirect_stdout(io.StringIO()), ThreadPoolExecutor(1) as loop:
+        done: dict[str, Any] = loop.submit(asyncio.run, run).result()
+    busy = (time.process_time() - before) / done["duration"] if done["duration"] else 0.0
+    server.finished_at = time.monotonic()
+    failed = [error for error in done["errors"] if error]
+    if failed or done["completed"] != len(requests):
+        raise InfraError("serve:request-failed", f"{server.name}: {len(failed)} of {len(requests)} failed: {failed[:1]}")
+    return Block(done["duration"], list(done["output_lens"]), done["ttfts"], done["itls"], done["latencies"], busy)
+
+
+def poisson_arrivals(count: int, rate: float, seed: int) -> list[float]:
+    """Arrival times (s) of a Poisson process: the same seed gives A and B the same arrivals."""
+    rng = random.Random(seed)  # noqa: S311 - a load pattern, not a secret
+    times, now = [], 0.0
+    for _ in range(count):
+        times.append(now)
+        now += rng.expovariate(rate)
+    return times
+
+
+def paired_blocks(
+    servers: Mapping[str, Server], pairs: Iterable[int], run: Callable[[Server, int], Block],
+    blocks: dict[str, list[Block]] | None = None,
+) -> dict[str, list[Block]]:  # fmt: skip
+    """Run the numbered `pairs` of blocks in A B B A order, onto `blocks`; `run(server, pair)` times one block.
+
+    A block starts only once both servers have been idle long enough to stop polling.
+    """
+    blocks = blocks or {side: [] for side in SIDES}
+    for pair in pairs:
+        for side in SIDES if pair % 2 == 0 else tuple(reversed(SIDES)):
+            last = max(server.finished_at for server in servers.values())
+            time.sleep(max(0.0, last + QUIET_BEFORE_BLOCK - time.monotonic()))
+            blocks[side].append(run(servers[side], pair))
+    return blocks
+
+
+# The measuring machine sets the pace when the client (one event loop, so one core at most) is this busy, or when
+# a side's requests achieve less than this share of the concurrency asked: more pairs there measure the machine.
+# Not the cores' load: vLLM's engine core spins on its message queue, so a client's core reads busy at any load.
+CLIENT_SATURATED = 0.9
+
+
+ACHIEVED_SHARE = 0.8
+
+
+PROBE_PAIRS = 2  # the pairs that tell: a paced level's figures say nothing, so it costs no more than these
+
+
+def precise_level(
+    servers: Mapping[str, Server], rule: metrics.Stein, run: Callable[[Server, int], Block],
+    ratio: Callable[[Block, Block], float], *, asked: int | None = None,
+) -> tuple[result.Level, dict[str, list[Block]]]:  # fmt: skip
+    """Time a level to its stated precision: Stein's first stage, then the pairs its spread asks for.
+
+    With `asked` (a concurrency above 1), a level where the measuring machine sets the pace stops
+    after its first PROBE_PAIRS and says so; it is kept out of verdicts and break-even.
+    """
+    blocks = paired_blocks(servers, range(PROBE_PAIRS), run)
+    if asked is not None and asked > 1 and machine_limited(blocks, asked):
+        figures = level(blocks, ratio, rule)
+        figures["stopping"]["reason"] = result.MACHINE_LIMITED
+        return figures, blocks
+    paired_blocks(servers, range(PROBE_PAIRS, rule.first), run, blocks)
+    ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
+    paired_blocks(servers, range(rule.first, rule.total(ratios)), run, blocks)
+    return level(blocks, ratio, rule), blocks
+
+
+def achieved(block: Block) -> float:
+    """The concurrency a block's requests achieved: their summed latency over its wall time."""
+    return sum(block.e2e) / block.seconds
+
+
+def machine_limited(blocks: Mapping[str, Sequence[Block]], asked: int) -> bool:
+    busy = statistics.median(block.client_busy for side in SIDES for block in blocks[side])
+    short = min(statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES) < ACHIEVED_SHARE * asked
+    return busy >= CLIENT_SATURATED or short
+
+
+def rates(blocks: Sequence[Block]) -> result.Rates:
+    """One side's figures at one level: mean tok/s over blocks, and percentiles over all its requests."""
+    ttft = [t for block in blocks for t in block.ttft]
+    e2e = [t for block in blocks for t in block.e2e]
+    itl = [t for block in blocks for gaps in block.itl for t in gaps]
+    tpot = [
+        (latency - first) / (tokens - 1)
+        for block in blocks
+        for latency, first, tokens in zip(block.e2e, block.ttft, block.output_tokens, strict=True)
+        if tokens > 1
+    ]
+    runs = [block.tokens_per_second for block in blocks]
+    return {
+        "tokens_per_second": statistics.fmean(runs),
+        "tokens_per_second_runs": runs,
+        "requests_per_second": statistics.fmean(block.requests_per_second for block in blocks),
+        "latency_ms": {name: _percentiles(values) for name, values in zip(result.LATENCIES, (ttft, tpot, itl, e2e), strict=True)},
+    }
+
+
+def _percentiles(seconds: Sequence[float]) -> dict[str, float | None]:
+    milliseconds = [s * 1000 for s in seconds]
+    return {f"p{q}": metrics.percentile(milliseconds, q) for q in result.PERCENTILES}
+
+
+def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block], float], rule: metrics.Stein) -> result.Level:
+    """Both sides' figures and the speedup from the paired ratios `ratio(baseline block, speculative block)`."""
+    ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
+    # Short of Stein's first stage (a paced level's probe), the plain t interval of the pairs there are.
+    speedup, low, high, half = rule.interval(ratios) if len(ratios) >= rule.first else _plain(ratios)
+    return {
+        "baseline": rates(blocks["baseline"]),
+        "speculative": rates(blocks["speculative"]),
+        "speedup": speedup,
+        "speedup_interval": [low, high],
+        "speedup_cv": metrics.coefficient_of_variation(ratios),
+        "block_ratios": ratios,
+        "requests_per_block": len(blocks["baseline"][0].e2e),
+        "stopping": {"first_pairs": rule.first, "most_pairs": rule.most, "target_half_width": rule.target,
+                     "half_width": half, "reason": result.REACHED if half <= rule.target else result.NOT_REACHED},
+        "client_busy": statistics.median(block.client_busy for side in SIDES for block in blocks[side]),
+        "achieved_concurrency": {side: statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES},
+    }  # fmt: skip
+
+
+def _plain(ratios: Sequence[float]) -> tuple[float, float, float, float]:
+    centre, low, high = metrics.paired_ratio(ratios)
+    return centre, low, high, high / centre - 1
+
+
+def throughput_ratio(baseline: Block, speculative: Block) -> float:
+    return speculative.tokens_per_second / baseline.tokens_per_second
+
+
+def latency_ratio(baseline: Block, speculative: Block) -> float:
+    """At a fixed arrival rate both sides serve the same tokens/s; the gain shows as shorter requests."""
+    return statistics.fmean(baseline.e2e) / statistics.fmean(speculative.e2e)
+
+
+def category_speedups(blocks: Mapping[str, Sequence[Block]], categories: Sequence[str]) -> dict[str, float]:
+    """Per category, speculative over baseline tok/s, from single-request blocks listed in `categories` order."""
+
+    def per_category(side: str) -> dict[str, float]:
+        tokens: dict[str, float] = {}
+        seconds: dict[str, float] = {}
+        for block in blocks[side]:
+            for category, count, latency in zip(categories, block.output_tokens, block.e2e, strict=True):
+                tokens[category] = tokens.get(category, 0) + count
+                seconds[category] = seconds.get(category, 0) + latency
+        return {category: tokens[category] / seconds[category] for category in tokens}
+
+    base, spec = per_category("baseline"), per_category("speculative")
+    return {category: spec[category] / base[category] for category in base}
+
+
+class LoadMeter:
+    """The machine around the timed blocks: load average, and CPU time that other processes used."""
+
+    def __enter__(self) -> LoadMeter:
+        self.before = list(os.getloadavg())
+        self.busy, self.ours, self.started = _busy_seconds(), _our_seconds(), time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.monotonic() - self.started
+        self.other = max(0.0, (_busy_seconds() - self.busy) - (_our_seconds() - self.ours))
+        self.after = list(os.getloadavg())
+
+    def record(self) -> result.MachineLoad:
+        cores = os.cpu_count() or 1
+        return {
+            "load_average_before": self.before,
+            "load_average_after": self.after,
+            "wall_seconds": self.wall,
+            "other_cpu_seconds": self.other,
+            "other_cpu_share": self.other / (self.wall * cores) if self.wall else 0.0,
+            "cpu_count": cores,
+        }
+
+
+def _busy_seconds() -> float:
+    import psutil
+
+    times = psutil.cpu_times()
+    return float(times.user + times.system + getattr(times, "nice", 0) + getattr(times, "irq", 0)
+                 + getattr(times, "softirq", 0) + getattr(times, "steal", 0))  # fmt: skip
+
+
+def _our_seconds() -> float:
+    """CPU seconds of this process and every descendant alive now (the servers and their engines)."""
+    import psutil
+
+    total = 0.0
+    me = psutil.Process()
+    for process in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            used = process.cpu_times()
+            total += used.user + used.system
+    return total

@@ -1,0 +1,123 @@
+"""What one run's stages hand each other (the Workbench), and what an offline engine measured (Measured).
+
+Raw data stays here; the result document gets figures. Documents name pinned repos and `python`, never a
+worker's snapshot folders or interpreter (without_local_paths).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NotRequired, TypedDict, TypeVar, cast
+
+from kernel import result
+from kernel.formats import Report
+from kernel.spec import RunSpec
+from workers.engines.base import EngineConfig, SpecCounters
+from workers.suites import Suite, load_suite
+
+Tick = Callable[[int], None]
+
+
+Outputs = dict[str, list[list[int]]]  # token ids per prompt, by category (or by sampling prefix)
+
+
+T = TypeVar("T")
+
+
+class RawCounters(TypedDict):
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    per_position: list[int]
+
+
+class Measured(TypedDict):
+    """What one offline engine gave: outputs and exact counters, no timings. The baseline's is cached as JSON."""
+
+    start_seconds: float
+    greedy: Outputs
+    counters: dict[str, RawCounters]
+    per_prompt: NotRequired[dict[str, list[RawCounters]]]  # each prompt's own, where the engine counts per request
+    samples: Outputs
+    manifest: dict[str, object]
+
+
+@dataclass
+class Workbench:
+    """What one run's stages hand each other; raw data stays here, the document gets figures."""
+
+    spec: RunSpec
+    suite: Suite
+    paths: dict[str, Path] = field(default_factory=dict)
+    gate: Report | None = None
+    engine_config: dict[str, object] | None = None
+    prompts: list[list[int]] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    baseline: Measured | None = None
+    speculative: Measured | None = None
+    # The smoke tier's request features, run on the throughput stage's servers, and how long they took.
+    smoke_requests: list[result.SmokeFeature] = field(default_factory=list)
+    smoke_request_seconds: float = 0.0
+    # The stage results so far (the director's document["stages"]), for the stages that summarise.
+    stages: result.Stages = field(default_factory=lambda: result.Stages())
+
+    @classmethod
+    def for_spec(cls, spec: RunSpec) -> Workbench:
+        return cls(spec=spec, suite=load_suite(spec.plan.workloads, spec.run_id))
+
+    def config(self, speculative: bool) -> EngineConfig:
+        plan = self.spec.plan
+        return EngineConfig(
+            verifier=str(self.paths["verifier"]),
+            speculative_config=self.engine_config if speculative else None,
+            dtype=plan.dtype,
+            max_model_len=plan.max_model_len,
+            seed=plan.seed,
+            enforce_eager=plan.enforce_eager,
+        )
+
+
+def measured(bench: Workbench) -> tuple[Measured, Measured]:
+    """Return the baseline's and the speculative engine's raw data, which the earlier stages left."""
+    assert bench.baseline is not None and bench.speculative is not None, "baseline and speculative run first"
+    return bench.baseline, bench.speculative
+
+
+def counters_of(measured: Measured, category: str) -> SpecCounters:
+    return as_counters(measured["counters"][category])
+
+
+def as_counters(raw: RawCounters) -> SpecCounters:
+    return SpecCounters(raw["drafts"], raw["draft_tokens"], raw["accepted"], tuple(raw["per_position"]))
+
+
+def total_counters(engine: Measured) -> SpecCounters:
+    total = SpecCounters()
+    for category in engine["counters"]:
+        total = total + counters_of(engine, category)
+    return total
+
+
+def without_local_paths(value: T, bench: Workbench) -> T:
+    """`value` with this worker's local paths replaced by what a reader can use: each snapshot folder by the repo
+    and revision it holds, the interpreter by `python`. Documents are public; a worker's disk layout is not."""
+    spec = bench.spec
+    names = {sys.executable: "python", str(bench.paths.get("verifier", "")): f"{spec.verifier.repo_id}@{spec.verifier.sha}"}
+    if spec.draft and "draft" in bench.paths:
+        names[str(bench.paths["draft"])] = f"{spec.draft.repo_id}@{spec.draft.sha}"
+    return cast(T, _replaced(value, {path: name for path, name in names.items() if path}))
+
+
+def _replaced(value: object, names: dict[str, str]) -> object:
+    if isinstance(value, str):
+        for path, name in names.items():
+            value = value.replace(path, name)
+        return value
+    if isinstance(value, dict):
+        return {key: _replaced(item, names) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replaced(item, names) for item in value]
+    return value
