@@ -21,7 +21,7 @@ from kernel.errors import UserError
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.verdict import judge_document
-from workers import audit, baselines, metrics, two_tokens
+from workers import audit, baselines, metrics, speed, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, Sampling, SpecCounters
@@ -76,6 +76,7 @@ def gate(bench: Workbench, report: Tick) -> dict[str, object]:
         config.pop("revision", None)
         config["model"] = str(bench.paths["draft"])
     bench.engine_config = config
+    speed.start_early(bench)
     return judged.as_dict()
 
 

@@ -90,7 +90,9 @@ def estimate(plan: Plan, hardware: str) -> Estimate:
         requests = max(2 * at, 8)
         block = math.ceil(requests / at) * plan.output_tokens / costs.baseline_tokens_per_second
         levels.append(LevelCost(concurrency, pairs, pairs * 2 * (block + QUIET_BEFORE_BLOCK)))
-    wall = costs.offline + costs.server_start + costs.smoke + sum(level.seconds for level in levels)
+    # On CPU the servers load while the offline stages measure (workers/speed.start_early); one GPU holds one at a time.
+    starting = max(costs.offline, costs.server_start) if not costs.gpus else costs.offline + costs.server_start
+    wall = starting + costs.smoke + sum(level.seconds for level in levels)
     return Estimate(costs, levels, wall)
 
 
@@ -107,7 +109,9 @@ def describe(plan: Plan, hardware: str) -> list[str]:
     lines += [f"  {'c=' + str(lc.concurrency) if lc.concurrency else 'Poisson':<10}{lc.pairs:>6}{lc.seconds:>9.0f}"
               for lc in found.levels]  # fmt: skip
     lines += [
-        f"  offline stages {costs.offline:.0f} s, two servers' start {costs.server_start:.0f} s, smoke tier {costs.smoke:.0f} s",
+        f"  offline stages {costs.offline:.0f} s, two servers' start {costs.server_start:.0f} s"
+        + (" (after them: one GPU)" if costs.gpus else " (beside them)")
+        + f", smoke tier {costs.smoke:.0f} s",
         f"estimate: {found.wall_seconds / 60:.1f} min a pair"
         + (f", {found.gpu_minutes:.1f} GPU-minutes" if costs.gpus else " (no GPU)")
         + f"; qualification once per engine build: {costs.qualification / 60:.1f} min",

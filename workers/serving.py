@@ -73,25 +73,45 @@ class Server:
         children.forget(self.process.pid)
 
 
-@contextlib.contextmanager
-def servers(engine: Engine, configs: Mapping[str, EngineConfig]) -> Iterator[dict[str, Server]]:
-    """Start one server per config, all at once; wait until every one answers; stop them all on the way out.
+@dataclass
+class Spawned:
+    """Servers started and not waited for yet, with the folder their logs live in as long as they do."""
 
-    Their logs live as long as they do; an error carries the tail of the log that explains it.
+    started: dict[str, Server]
+    logs: tempfile.TemporaryDirectory[str]
+
+    def stop(self) -> None:
+        for server in self.started.values():
+            server.stop()
+        self.logs.cleanup()
+
+
+def spawn(engine: Engine, configs: Mapping[str, EngineConfig]) -> Spawned:
+    """Start one server per config, all at once, and return without waiting for any to answer."""
+    spawned = Spawned({}, tempfile.TemporaryDirectory(prefix="spechub-servers-"))
+    try:
+        for name, config in configs.items():
+            spawned.started[name] = _start(engine, name, config, Path(spawned.logs.name))
+    except BaseException:
+        spawned.stop()
+        raise
+    return spawned
+
+
+@contextlib.contextmanager
+def servers(engine: Engine, configs: Mapping[str, EngineConfig], spawned: Spawned | None = None) -> Iterator[dict[str, Server]]:
+    """Start one server per config, all at once (unless `spawned` holds them, started earlier); wait until every one
+    answers; stop them all on the way out. An error carries the tail of the log that explains it.
     """
-    started: dict[str, Server] = {}
     own_cores = os.sched_getaffinity(0)
-    with tempfile.TemporaryDirectory(prefix="spechub-servers-") as logs:
-        try:
-            for name, config in configs.items():
-                started[name] = _start(engine, name, config, Path(logs))
-            _wait_ready(list(started.values()))
-            _frontends_off_the_engine_cores(list(started.values()))
-            yield started
-        finally:
-            for server in started.values():
-                server.stop()
-            _pin_threads(os.getpid(), own_cores)
+    spawned = spawned or spawn(engine, configs)
+    try:
+        _wait_ready(list(spawned.started.values()))
+        _frontends_off_the_engine_cores(list(spawned.started.values()))
+        yield spawned.started
+    finally:
+        spawned.stop()
+        _pin_threads(os.getpid(), own_cores)
 
 
 def _start(engine: Engine, name: str, config: EngineConfig, log_dir: Path) -> Server:

@@ -16,7 +16,7 @@ from kernel.spec import Plan
 from workers import metrics, serving, timing
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
-from workers.engines.base import SpecCounters
+from workers.engines.base import EngineConfig, SpecCounters
 from workers.workbench import Tick, Workbench, measured, total_counters, without_local_paths
 
 # A block's interval is conditional on its prompts: one per category left a workload without categories two.
@@ -36,19 +36,31 @@ def sweep_order(bench: Workbench) -> list[int]:
     return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
 
 
+def configs(bench: Workbench) -> dict[str, EngineConfig]:
+    """The two servers speed is measured on: the verifier alone, and with the pair's draft."""
+    return {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
+
+
+def start_early(bench: Workbench) -> None:
+    """Start the throughput stage's servers now, once the gate has configured the engine, so that they load while
+    the offline stages measure: those time nothing, and the stage then waits only for what is left of the start."""
+    engine = load_engine(bench.spec.engine)()
+    if bench.serves and bench.early is None and engine.serves_beside_offline():
+        bench.early = serving.spawn(engine, configs(bench))
+
+
 def throughput(bench: Workbench, report: Tick) -> result.Throughput:
     """Serve the verifier alone and the pair side by side, check the served counters, time paired blocks."""
     plan = bench.spec.plan
     if not 2 <= plan.repeats <= plan.most_pairs:
         raise UserError("run:invalid-spec", f"repeats is {plan.repeats} and most_pairs {plan.most_pairs}: an interval needs "
                         "2 paired blocks at least, and the first stage no more than the most.")  # fmt: skip
-    engine = load_engine(bench.spec.engine)()
-    configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
+    early, bench.early = bench.early, None
     started = time.perf_counter()
-    with serving.servers(engine, configs) as running:
-        start_seconds = time.perf_counter() - started
+    with serving.servers(load_engine(bench.spec.engine)(), configs(bench), early) as running:
+        waited = time.perf_counter() - started
         report(30)
-        model = configs["baseline"].verifier
+        model = bench.config(speculative=False).verifier
         counters = served_counters_check(bench, running["speculative"], model)
         for server in running.values():  # the first requests pay for lazy set-up: keep them out of the timings
             timing.run_block(server, model, bench.prompts[:4], 16, concurrency=4)
@@ -65,7 +77,7 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         "theoretical_bound": al,
         "per_category_speedup": per_category,
         "mode": "serving",
-        "servers": served_commands(bench, running, start_seconds),
+        "servers": {**served_commands(bench, running, waited), "started_early": early is not None},
         "rate_point": rate_point,
         "load": load.record(),
         "counters": counters,

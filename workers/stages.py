@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the engines' imports wait until a stage runs
 @dataclass
 class _Shared:
     bench: Workbench | None = None
+    serves: bool = False  # whether the throughput stage is among these: its servers may start early
 
 
 @dataclass
@@ -33,9 +34,17 @@ class MeasuringStage:
         from workers.workbench import Workbench
 
         if self.shared.bench is None or self.shared.bench.spec is not spec:
+            if self.shared.bench is not None:  # another attempt: what the last one started is not this one's
+                self.shared.bench.stop_early()
             self.shared.bench = Workbench.for_spec(spec)
-        self.shared.bench.stages = document["stages"]
-        return self.work(self.shared.bench, report)
+            self.shared.bench.serves = self.shared.serves
+        bench = self.shared.bench
+        bench.stages = document["stages"]
+        try:
+            return self.work(bench, report)
+        except BaseException:
+            bench.stop_early()  # servers started for a later stage must not outlive a run that ends here
+            raise
 
 
 def default_stages() -> list[Stage]:
@@ -53,5 +62,5 @@ def unserved_stages() -> list[Stage]:
 def _sharing_one_bench(names: tuple[str, ...]) -> list[Stage]:
     from workers import certification, speed
 
-    shared = _Shared()
+    shared = _Shared(serves="throughput" in names)
     return [MeasuringStage(name, getattr(speed if name == "throughput" else certification, name), shared) for name in names]

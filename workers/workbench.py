@@ -15,6 +15,7 @@ from typing import NotRequired, TypedDict, TypeVar, cast
 from kernel import result
 from kernel.formats import Report
 from kernel.spec import RunSpec
+from workers import serving
 from workers.engines.base import EngineConfig, SpecCounters
 from workers.suites import Suite, load_suite
 
@@ -63,10 +64,20 @@ class Workbench:
     smoke_request_seconds: float = 0.0
     # The stage results so far (the director's document["stages"]), for the stages that summarise.
     stages: result.Stages = field(default_factory=lambda: result.Stages())
+    # Whether a stage of this run serves (throughput): its servers then start after the gate, while the offline
+    # stages measure, and wait in `early` for it.
+    serves: bool = False
+    early: serving.Spawned | None = None
 
     @classmethod
     def for_spec(cls, spec: RunSpec) -> Workbench:
         return cls(spec=spec, suite=load_suite(spec.plan.workloads, spec.run_id))
+
+    def stop_early(self) -> None:
+        """Stop servers started for a stage that will not run now (an earlier one failed)."""
+        early, self.early = self.early, None
+        if early is not None:
+            early.stop()
 
     def config(self, speculative: bool) -> EngineConfig:
         plan = self.spec.plan

@@ -148,8 +148,9 @@ class Servers(TypedDict):
     speculative_command: list[str]
     baseline_recipe: str
     speculative_recipe: str
-    start_seconds: float
+    start_seconds: float  # what the stage waited for them; less than their whole start when they started early
     output_tokens: int
+    started_early: NotRequired[bool]  # started after the gate, while the offline stages measured
 
 
 class ServedCounters(TypedDict):

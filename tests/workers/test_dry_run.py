@@ -38,5 +38,11 @@ def test_the_expected_pairs_are_steins_for_the_classs_spread_and_the_cost_adds_u
     assert math.ceil((t_975(3) * 0.03 / math.log1p(0.05)) ** 2) <= 4 == cost.expected_pairs(plan, 0.03, lowest=True)
     found = cost.estimate(plan, "h100")
     parts = found.costs.offline + found.costs.server_start + found.costs.smoke + sum(level.seconds for level in found.levels)
+    assert found.costs.gpus  # on one GPU the servers start after the offline stages, not beside them
     assert found.wall_seconds == pytest.approx(parts) and found.gpu_minutes == pytest.approx(found.wall_seconds / 60)
     assert cost.estimate(Plan(concurrency=(1, 4), most_pairs=6), "cpu").wall_seconds < cost.estimate(plan, "cpu").wall_seconds
+    on_cpu = cost.estimate(plan, "cpu")  # the servers load while the offline stages measure: the longer of the two counts
+    levels = sum(level.seconds for level in on_cpu.levels)
+    assert on_cpu.wall_seconds == pytest.approx(
+        max(on_cpu.costs.offline, on_cpu.costs.server_start) + on_cpu.costs.smoke + levels
+    )

@@ -136,3 +136,7 @@ class Engine(ABC):
 
     def server_environment(self, config: EngineConfig) -> dict[str, str]:
         return {}
+
+    def serves_beside_offline(self) -> bool:
+        """Whether this engine's servers may load while an offline engine of it measures: memory for all three."""
+        return False

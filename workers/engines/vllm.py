@@ -95,6 +95,11 @@ class VllmEngine(Engine):
             flags += ["--gpu-memory-utilization", "0.45"]
         return [*server, "--model", model, *flags, *config.server_flags, "--host", "127.0.0.1", "--port", str(port)]
 
+    def serves_beside_offline(self) -> bool:
+        # On CPU each engine holds its own RAM (its KV cache sized by VLLM_CPU_KVCACHE_SPACE): three fit. On one GPU
+        # the offline engine takes most of the card's memory, and the two servers 0.45 of it each.
+        return not _on_gpu()
+
     def server_environment(self, config: EngineConfig) -> dict[str, str]:
         # Loaded from local folders: nothing to fetch. The KV cache is sized as the offline engine's.
         # vLLM's benchmark client keeps an idle connection for 60 s, the server only 5 s by default: the server
