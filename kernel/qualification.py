@@ -58,13 +58,14 @@ class Greedy(TypedDict):
 
 class Control(TypedDict):
     name: str
-    method: str | None  # the speculative method it qualifies; None for the verifier alone
+    method: str | None  # the speculative method it qualifies; None for the verifier alone and for a detector
     draft: str | None  # the bundled draft, by repo name
     outcome: Outcome
     summary: str  # one line a person reads
     sampling: list[Mode]
     greedy: NotRequired[Greedy]
     error: NotRequired[str]  # the engine's own message, for a control it could not run
+    detector: NotRequired[bool]  # run with a lossy sampler on purpose: it passes when the sampling test rejects
     seconds: NotRequired[float]  # engine start included
 
 

@@ -119,7 +119,7 @@ class Plan:
     request at a time, a loaded server.
     """
 
-    workloads: str = "toy-v1"
+    workloads: str = "toy-v2"
     concurrency: tuple[int, ...] = GPU_LEVELS
     repeats: int = 4
     most_pairs: int = 12

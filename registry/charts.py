@@ -10,8 +10,9 @@ axes here, which is the little geometry below.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -146,6 +147,7 @@ def hbars(
     reference: float | None = None,
     unit: str = "",
     name: str = "workloads",
+    per: str = "workload",
 ) -> SafeString:
     """Return horizontal bars, one per label (a None is drawn as "not measured"), with a ticked x axis."""
     if not any(value is not None for value in values):
@@ -159,7 +161,7 @@ def hbars(
     described = ", ".join(
         f"{lab} {'not measured' if v is None else f'{v:.2f}{unit}'}" for lab, v in zip(labels, values, strict=True)
     )
-    parts = [_head(title, f"{x_label} per workload: {described}")]
+    parts = [_head(title, f"{x_label} per {per}: {described}")]
     parts += [_x_grid(frame, frame.x(tick, top), f"{tick:g}{unit}") for tick in ticks]
     for index, (label, value) in enumerate(zip(labels, values, strict=True)):
         parts.append(_hbar(frame, frame.top + index * row, row, value, top, label, unit))
@@ -171,6 +173,19 @@ def hbars(
     # Centred on the drawing, not the plot: the category names push the plot right, and a long title would run off.
     parts.append(_x_title(frame, x_label, centre=WIDTH / 2))
     return _svg(parts, title, name, height=height)
+
+
+def by_length(rows: Sequence[Mapping[str, Any]], *, title: str = "Mean acceptance length by prompt length") -> SafeString:
+    """Mean acceptance length by prompt-length bucket: one bar each, "not measured" where no prompt fell in it."""
+    return hbars(
+        [row["mean_acceptance_length"] for row in rows],
+        [f"≤ {row['up_to']} tokens" for row in rows],
+        title=title,
+        x_label="mean acceptance length (tokens per step)",
+        reference=1.0,
+        name="acceptance-by-length",
+        per="prompt length",
+    )
 
 
 def _hbar(frame: Frame, y: float, row: float, value: float | None, top: float, label: str, unit: str) -> SafeString:

@@ -218,7 +218,7 @@ SPECHUB_RETRY_BACKOFF_SECONDS = env_int("SPECHUB_RETRY_BACKOFF_SECONDS", 60, min
 SPECHUB_DIRECTOR_STAGES = env_str("SPECHUB_DIRECTOR_STAGES", "workers.stages.default_stages")
 SPECHUB_DEFAULT_ENGINE = env_str("SPECHUB_DEFAULT_ENGINE", "vllm")
 # How a run measures. GPU workers differ from CPU ones by configuration only (dtype here).
-SPECHUB_WORKLOADS = env_str("SPECHUB_WORKLOADS", "toy-v1")
+SPECHUB_WORKLOADS = env_str("SPECHUB_WORKLOADS", "toy-v2")
 # Unset: what each hardware class can measure (kernel/spec.py levels_for: 1, 2, 4 on CPU; up to 64 on GPUs).
 SPECHUB_CONCURRENCY_LEVELS = env_int_list("SPECHUB_CONCURRENCY_LEVELS", [])
 # Paired baseline/speculative blocks per level: the first stage, whose spread sets how many more (Stein's rule),
@@ -267,7 +267,8 @@ SPECHUB_QUALIFY_NEW_BUILDS = env_bool("SPECHUB_QUALIFY_NEW_BUILDS", True)
 # The total variation each sampling control detects with power 0.99; the sample counts follow from it.
 SPECHUB_QUALIFY_TV = env_float("SPECHUB_QUALIFY_TV", 0.1)
 SPECHUB_QUALIFY_CONTROLS = env_list(
-    "SPECHUB_QUALIFY_CONTROLS", ["verifier-alone", "self-draft", "draft_model", "eagle3", "eagle3-reduced", "ngram"]
+    "SPECHUB_QUALIFY_CONTROLS",
+    ["verifier-alone", "self-draft", "draft_model", "eagle3", "eagle3-reduced", "ngram", "synthetic-rejection"],
 )
 
 # --- The Hub -----------------------------------------------------------------

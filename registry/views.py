@@ -83,6 +83,7 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
             bound=throughput.get("theoretical_bound"),
             intervals=[figures[str(level)].get("speedup_interval") for level in page["levels"]],
         ),
+        "length_chart": charts.by_length(page["acceptance"].get("by_length", [])),
         "workload_al_chart": charts.hbars(
             [result.mean_acceptance_length for result in results],
             labels,

@@ -52,7 +52,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     certify.add_argument("--hardware", default="cpu", help="Hardware class the figures are pinned to.")
     certify.add_argument(
         "--workloads",
-        default="toy-v1",
+        default="toy-v2",
         help="A bundled suite name, or your own traffic: OpenAI chat JSONL, vLLM custom-dataset JSONL, ShareGPT JSON, "
         "a suite JSON or plain text (one prompt per line); chat messages use the verifier's chat template.",
     )

@@ -175,11 +175,19 @@ def baseline(bench: Workbench, report: Tick) -> result.BaselineStage:
 
 def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
     bench.speculative = measure(bench, speculative=True, report=report)
-    return {
-        "start_seconds": bench.speculative["start_seconds"],
-        "manifest": bench.speculative["manifest"],
-        "acceptance": metrics.acceptance(total_counters(bench.speculative), _prompts_of(bench.speculative)),
-    }
+    prompts = _prompts_of(bench.speculative)
+    acceptance = metrics.acceptance(total_counters(bench.speculative), prompts)
+    if prompts is not None:
+        edges = metrics.length_buckets(bench.spec.plan.max_model_len, bench.suite.max_tokens)
+        acceptance["by_length"] = metrics.by_length(_lengths_by_category(bench), prompts, edges)
+    return {"start_seconds": bench.speculative["start_seconds"], "manifest": bench.speculative["manifest"],
+            "acceptance": acceptance}  # fmt: skip
+
+
+def _lengths_by_category(bench: Workbench) -> list[int]:
+    """Each prompt's length in tokens, in the order the engines took them (and counted them): category by category."""
+    return [len(prompt) for category in dict.fromkeys(bench.categories)
+            for prompt, its in zip(bench.prompts, bench.categories, strict=True) if its == category]  # fmt: skip
 
 
 def _prompts_of(measured: Measured, *categories: str) -> list[SpecCounters] | None:

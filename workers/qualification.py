@@ -42,6 +42,9 @@ class ControlSpec:
     method: str | None
     draft: str | None  # a bundled repo, or None (the verifier alone, ngram)
     greedy: bool = False  # also check that every greedy draft token is accepted
+    # A detector control: speculative options the gate refuses as not lossless, applied after it. The sampling test
+    # must reject what they produce; if it does not, no sampling verdict of the build can be believed.
+    lossy: tuple[tuple[str, object], ...] = ()
 
 
 CONTROLS = (
@@ -51,6 +54,14 @@ CONTROLS = (
     ControlSpec("eagle3", "eagle3", "eagle3-head"),
     ControlSpec("eagle3-reduced", "eagle3", "eagle3-head-reduced"),
     ControlSpec("ngram", "ngram", None),
+    # Synthetic acceptance at AL k + 1 accepts every drafted token: the output is the draft's, which differs from the
+    # verifier's by a total variation of about 0.56 after the second probe.
+    ControlSpec(
+        "synthetic-rejection",
+        "draft_model",
+        "llama-draft-1l",
+        lossy=(("rejection_sample_method", "synthetic"), ("synthetic_acceptance_length", 5.0)),
+    ),
 )
 
 
@@ -153,8 +164,20 @@ def run_control(settings: Settings, spec: ControlSpec, plans: list[ProbePlan]) -
     if greedy is not None:
         control["greedy"] = greedy
     outcomes = {m["outcome"] for m in modes} | ({greedy["outcome"]} if greedy else set())
+    if spec.lossy:
+        return _detector(control, outcomes)
     outcome = q.FAIL if q.FAIL in outcomes else q.INCONCLUSIVE if q.INCONCLUSIVE in outcomes else q.PASS
     return {**control, "outcome": outcome, "summary": summary(control)}
+
+
+def _detector(control: q.Control, outcomes: set[q.Outcome]) -> q.Control:
+    """A detector passes when the sampling test rejects the lossy sampler it was given, and fails when it lets it by.
+
+    Its method is recorded as None: a detector that misses convicts every sampling verdict of the build."""
+    outcome = q.PASS if q.FAIL in outcomes else q.INCONCLUSIVE if q.INCONCLUSIVE in outcomes else q.FAIL
+    said = {q.PASS: "catches the lossy sampler, as it must", q.FAIL: "let a lossy sampler through: the detector is blind",
+            q.INCONCLUSIVE: "did not reach its power against the lossy sampler"}[outcome]  # fmt: skip
+    return {**control, "method": None, "detector": True, "outcome": outcome, "summary": f"{said}; {summary(control)}"}
 
 
 def _config(settings: Settings, spec: ControlSpec) -> EngineConfig:
@@ -167,7 +190,7 @@ def _config(settings: Settings, spec: ControlSpec) -> EngineConfig:
                         draft=draft, method=spec.method, k=settings.k)  # fmt: skip
     if judged.recipe is None:
         raise UserError("gate:incompatible", f"the bundled {spec.name} control fails the gate: {judged.errors}")
-    speculative = dict(judged.recipe.speculative_config)
+    speculative = dict(judged.recipe.speculative_config) | dict(spec.lossy)
     if draft is not None:
         speculative.pop("revision", None)
         speculative["model"] = str(draft.path)
@@ -195,7 +218,7 @@ def _probe(engine: Engine, settings: Settings, mode: str, plan: ProbePlan) -> q.
 
 def _greedy(engine: Engine, settings: Settings) -> q.Greedy:
     """Greedy decoding with the verifier as its own draft: every drafted token must be accepted."""
-    prompts = tokenize(settings.models / VERIFIER, [prompt for _, prompt in load_suite("toy-v1").prompts()[::4]])
+    prompts = tokenize(settings.models / VERIFIER, [prompt for _, prompt in load_suite("toy-v2").prompts()[::4]])
     before = engine.counters()
     engine.generate(prompts, Sampling(temperature=0, max_tokens=32))
     found = metrics.acceptance(engine.counters() - before)

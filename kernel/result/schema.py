@@ -33,6 +33,17 @@ class AtK(TypedDict):
     mean_acceptance_length: float
 
 
+class AtLength(TypedDict):
+    """Acceptance on the prompts whose length (in the verifier's tokens) lies in (after, up_to]."""
+
+    after: int
+    up_to: int
+    prompts: int
+    mean_acceptance_length: float | None
+    mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over the bucket's prompts; absent below 8
+    per_position: list[float]  # cumulative, as Acceptance's
+
+
 class Acceptance(TypedDict):
     mean_acceptance_length: float | None
     acceptance_rate: float | None
@@ -41,6 +52,7 @@ class Acceptance(TypedDict):
     prompts: NotRequired[int]  # prompts with their own counters; absent where the engine did not count per request
     mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over prompts; absent below 8 prompts
     by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
+    by_length: NotRequired[list[AtLength]]  # by prompt length, from each prompt's own counters (metrics.by_length)
 
 
 class Divergence(TypedDict):

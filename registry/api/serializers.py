@@ -79,6 +79,8 @@ def acceptance_out(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
     named = dict(figures)
     if "per_position" in named:
         named["cumulative_per_position"] = named.pop("per_position")
+    if "by_length" in named:
+        named["by_length"] = [acceptance_out(row) for row in named["by_length"]]
     return named
 
 
@@ -203,6 +205,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     latency = serializers.SerializerMethodField()
     measurement = serializers.SerializerMethodField()
     smoke = serializers.SerializerMethodField()
+    acceptance = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
@@ -210,7 +213,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "id", "pair", "workload", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state",
             "stage", "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
-            "verdict", "speed", "latency", "measurement", "smoke", "results",
+            "verdict", "acceptance", "speed", "latency", "measurement", "smoke", "results",
         ]  # fmt: skip
 
     def to_representation(self, instance: CertificationRun) -> dict[str, Any]:
@@ -232,6 +235,12 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     def get_smoke(self, run: CertificationRun) -> result.Smoke | None:
         """The serving-feature grid: each feature with speculation against the verifier alone with it."""
         return self._run_figures["smoke"]
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_acceptance(self, run: CertificationRun) -> dict[str, Any] | None:
+        """The whole suite's acceptance: AL with its interval over prompts, the cumulative per-position rates, AL read
+        at each smaller k (by_k) and by prompt length (by_length)."""
+        return acceptance_out(self._run_figures["acceptance"])
 
     @extend_schema_field(MeasurementOut(allow_null=True))
     def get_measurement(self, run: CertificationRun) -> result.Measurement | None:

@@ -84,6 +84,7 @@ class RunFigures(TypedDict):
     properties: list[PropertyRow]
     smoke: result.Smoke | None
     precision: result.Precision | None
+    acceptance: result.Acceptance | None
 
 
 def run_figures(run: CertificationRun) -> RunFigures:
@@ -97,6 +98,7 @@ def run_figures(run: CertificationRun) -> RunFigures:
         "properties": property_rows(document),
         "smoke": result.smoke(document),
         "precision": result.precision(document),
+        "acceptance": result.acceptance(document),
     }
 
 

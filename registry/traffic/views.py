@@ -102,6 +102,7 @@ def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "error": error,
         "command": bench_command(workload),
         **_charts(report),
+        "length_charts": _length_charts(report),
     }
     return render(request, "registry/workload.html", context, status=422 if error else 200)
 
@@ -143,6 +144,12 @@ def _charts(report: dict[str, Any]) -> dict[str, SafeString]:
             name="workload-candidates",
         ),
     }
+
+
+def _length_charts(report: dict[str, Any]) -> list[tuple[str, SafeString, list[Any]]]:
+    """Each measured draft's acceptance by prompt length on the user's traffic, where its run counted per prompt."""
+    found = [(draft_name(c), (c["acceptance"] or {}).get("by_length", [])) for c in report["candidates"]]
+    return [(name, charts.by_length(rows, title=f"{name}: acceptance by prompt length"), rows) for name, rows in found if rows]
 
 
 @require_POST

@@ -50,8 +50,8 @@ def test_sharegpt_takes_each_conversation_up_to_its_last_human_turn():
 def test_plain_text_and_spechubs_suite_are_read_too():
     text = read("first prompt\n\nsecond prompt\n")
     assert (text.format, [r.prompt for r in text.sample]) == ("text", ["first prompt", "second prompt"])
-    suite = read((Path(__file__).parents[2] / "workers/suites/toy-v1.json").read_text())
-    assert suite.format == "suite" and suite.categories["code"] == 4 and suite.unique == 27
+    suite = read((Path(__file__).parents[2] / "workers/suites/toy-v2.json").read_text())
+    assert suite.format == "suite" and suite.categories["code"] == 4 and suite.unique == 31  # of 32: one prompt repeats
 
 
 def test_identical_requests_are_counted_not_repeated():

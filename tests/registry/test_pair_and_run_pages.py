@@ -288,3 +288,24 @@ def test_the_pair_page_reads_al_at_each_smaller_k_and_says_speed_was_measured_at
     page = Client().get(f"/pairs/{pair.pk}/").content.decode()
     assert "k=1 <strong>1.80</strong> · k=2 <strong>2.40</strong> · k=3 <strong>2.85</strong> · k=4 <strong>3.20</strong>" in page
     assert f"speed was measured at k={pair.num_speculative_tokens} only" in page
+
+
+def test_the_pair_page_and_run_api_give_acceptance_by_prompt_length_with_a_chart(certified_pair):
+    from workers import metrics
+    from workers.engines.base import SpecCounters
+
+    pair, run = certified_pair
+    short = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 8
+    long = [SpecCounters(drafts=10, draft_tokens=40, accepted=2, per_position=(2, 0, 0, 0))] * 2
+    acceptance = metrics.acceptance(sum([*short, *long], SpecCounters()), [*short, *long])
+    acceptance["by_length"] = metrics.by_length([30] * 8 + [300, 400], [*short, *long], [64, 128, 256, 480])
+    run.result["stages"]["speculative"]["acceptance"] = acceptance
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert 'id="acceptance-by-length"' in page and "Mean acceptance length by prompt length" in page
+    assert len(re.findall(r'<rect class="hbar"[^>]*><title>≤ (?:64|480) tokens', page)) == 2  # two buckets measured
+    assert "not measured" in page and "no prompt this long" in page  # the empty buckets say so
+    assert "257\u2013480 tokens" in page and "none: 2 prompts, fewer than 8" in page
+    api = Client().get(f"/api/v1/runs/{run.pk}/").json()
+    rows = api["acceptance"]["by_length"]
+    assert [row["prompts"] for row in rows] == [8, 0, 0, 2] and "cumulative_per_position" in rows[0]

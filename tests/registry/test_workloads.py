@@ -25,7 +25,7 @@ from registry.traffic.services import workload_files_clear
 pytestmark = pytest.mark.django_db(transaction=True)
 ORG = "spechub-toy"
 VERIFIER = f"{ORG}/llama-verifier"
-SUITE = Path(__file__).parents[2] / "workers/suites/toy-v1.json"
+SUITE = Path(__file__).parents[2] / "workers/suites/toy-v2.json"
 
 
 @pytest.fixture

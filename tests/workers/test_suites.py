@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from kernel.errors import UserError
 from kernel.traffic import Request, workload_path, write_sample
-from workers.suites import CATEGORIES, load_suite, parse_suite
+from workers import metrics
+from workers.suites import CATEGORIES, load_suite, parse_suite, tokenize
 from workers.suites.build import build
+
+VERIFIER = Path(__file__).parents[2] / "zoo" / "models" / "spechub-toy" / "llama-verifier"
 
 
 def test_the_toy_suite_covers_every_category_and_is_what_the_builder_writes():
-    suite = load_suite("toy-v1")
+    suite = load_suite("toy-v2")
     assert set(suite.categories) == set(CATEGORIES)
     assert parse_suite(build()).sha256 == suite.sha256  # the committed file is reproducible
+    assert load_suite("toy-v1").label == "toy-v1"  # kept as it was, for the certificates that name it
+
+
+def test_the_toy_suite_reaches_every_prompt_length_bucket_the_toy_context_holds():
+    lengths = [len(ids) for ids in tokenize(VERIFIER, [prompt for _, prompt in load_suite("toy-v2").prompts()])]
+    edges = metrics.length_buckets(512, 32)
+    assert all(any(low < n <= high for n in lengths) for low, high in zip([0, *edges], edges, strict=False)), lengths
 
 
 def test_editing_one_prompt_makes_a_new_suite_identity(tmp_path):
@@ -23,7 +34,7 @@ def test_editing_one_prompt_makes_a_new_suite_identity(tmp_path):
     document["categories"]["math"][0] += " "
     path = tmp_path / "mine.json"
     path.write_text(json.dumps(document))
-    assert load_suite(str(path)).sha256 != load_suite("toy-v1").sha256
+    assert load_suite(str(path)).sha256 != load_suite("toy-v2").sha256
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,7 @@ class Suite:
 
 
 def load_suite(name_or_path: str, run_id: int = 0) -> Suite:
-    """Return the bundled suite `name` (e.g. 'toy-v1'), run `run_id`'s registry workload `sha256:<hex>`, or a file."""
+    """Return the bundled suite `name` (e.g. 'toy-v2'), run `run_id`'s registry workload `sha256:<hex>`, or a file."""
     reference = REFERENCE.fullmatch(name_or_path)
     path = workload_path(reference[1], run_id) if reference else Path(name_or_path)
     if reference:

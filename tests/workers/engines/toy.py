@@ -19,7 +19,7 @@ def tokenizer() -> Any:
 
 def suite_prompts() -> list[list[int]]:
     encoder = tokenizer()
-    return [encoder.encode(prompt).ids for _, prompt in load_suite("toy-v1").prompts()]
+    return [encoder.encode(prompt).ids for _, prompt in load_suite("toy-v2").prompts()]
 
 
 def draft_model(model: str, k: int = 4) -> dict[str, object]:
