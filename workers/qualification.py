@@ -158,6 +158,9 @@ def run_control(settings: Settings, spec: ControlSpec, plans: list[ProbePlan]) -
     try:
         modes = [_sampling_mode(engine, settings, mode, plans) for mode in settings.modes]
         greedy = _greedy(engine, settings) if spec.greedy else None
+    except Exception as died:  # noqa: BLE001  # the engine took the options, then died on them: it cannot run this control
+        said = f"{type(died).__name__}: {died}"
+        return {**base, "summary": f"not supported on this build: the engine died while it sampled ({said})", "error": said}
     finally:
         engine.stop()
     control: q.Control = {**base, "sampling": modes}

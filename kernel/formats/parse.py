@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel.formats.findings import Finding, error
-from kernel.formats.vllm_support import SPECULATORS_METHOD
+from kernel.formats.vllm_support import EAGLE3_ARCHITECTURES, SPECULATORS_METHOD
 
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
@@ -148,8 +148,8 @@ def read_geometry(fields: Fields, required: frozenset[str] = frozenset()) -> Geo
 class DraftFormat:
     """A draft described: which format, how vLLM serves it, and what it was built for.
 
-    kind is one of speculators, causal_lm, medusa, mlp_speculator, none (no draft
-    repo: ngram/suffix) or unreadable. `method` is None when the format names
+    kind is one of speculators, eagle3 (the raw EAGLE-3 format), causal_lm, medusa,
+    mlp_speculator, none (no draft repo: ngram/suffix) or unreadable. `method` is None when the format names
     no method the pinned vLLM knows.
     """
 
@@ -210,6 +210,8 @@ def describe_draft(config: object, *, method_hint: str | None = None, unreadable
         described = _speculators(fields)
     elif config.get("model_type") in ("mlp_speculator", "medusa"):
         described = _head(fields)
+    elif isinstance(config.get("architectures"), list) and EAGLE3_ARCHITECTURES & set(map(str, config["architectures"])):
+        described = _raw_eagle3(fields)
     else:
         described = _causal_lm(fields, method_hint)
     auto_map = fields.mapping("auto_map") is not None
@@ -303,6 +305,24 @@ def _medusa_heads(fields: Fields) -> int | None:
         if key in fields.document:
             return fields.integer(key)
     return fields.integer("num_heads", required=True)
+
+
+def _raw_eagle3(fields: Fields) -> dict[str, Any]:
+    """The raw EAGLE-3 format: the layer's fields at the top level, the aux layer ids in `eagle_config`."""
+    eagle = fields.mapping("eagle_config")
+    if eagle:
+        eagle.flag("use_aux_hidden_state")
+    return {
+        "kind": "eagle3",
+        "method": "eagle3",
+        "algorithm": "eagle3",
+        "architectures": fields.texts("architectures", required=True),
+        # vLLM falls back to Llama defaults (vocab 32000, hidden 4096) for absent sizes: require them.
+        "geometry": read_geometry(fields, frozenset({"hidden_size", "vocab_size"})),
+        "draft_vocab_size": fields.integer("draft_vocab_size"),
+        "target_hidden_size": fields.integer("target_hidden_size"),
+        "aux_layer_ids": (eagle or fields).integers("eagle_aux_hidden_state_layer_ids"),  # vLLM reads either place
+    }
 
 
 def _causal_lm(fields: Fields, method_hint: str | None) -> dict[str, Any]:

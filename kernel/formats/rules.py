@@ -34,6 +34,8 @@ from kernel.formats.vllm_support import (
 )
 
 EAGLE_FAMILY = frozenset({"eagle", "eagle3", "peagle", "dflash", "dflash2", "dspark"})
+# Formats that carry an EAGLE-family head vLLM builds natively: the speculators format and the raw EAGLE-3 one.
+EAGLE_HEAD_KINDS = frozenset({"speculators", "eagle3"})
 # DFlash/DSpark number target layers from 1 (vLLM uses aux_id - 1).
 ONE_BASED_AUX = frozenset({"dflash", "dflash2", "dspark"})
 INTEGER_DTYPES = {"I64", "I32", "I16", "I8", "U8", "U16", "U32", "U64"}
@@ -205,13 +207,13 @@ def _d2t(d2t: TensorData, draft_vocab: int, target_vocab: int) -> Iterator[Findi
 def geometry_rule(ctx: Context) -> Iterator[Finding]:
     """An EAGLE-family head fits the verifier's hidden size, layers and vocab; context is compared for all."""
     fmt, target = ctx.draft, ctx.verifier.geometry
-    if fmt.kind == "speculators" and fmt.algorithm in EAGLE_FAMILY:
+    if fmt.kind in EAGLE_HEAD_KINDS and fmt.algorithm in EAGLE_FAMILY:
         yield from _hidden_size(ctx)
         yield from _aux_layers(fmt, target.num_layers)
         if None not in (fmt.geometry.vocab_size, target.vocab_size) and fmt.geometry.vocab_size != target.vocab_size:
+            where = "transformer_layer_config.vocab_size" if fmt.kind == "speculators" else "vocab_size"
             yield error(
-                "gate:geometry-vocab-size",
-                f"transformer_layer_config.vocab_size is {fmt.geometry.vocab_size}; the verifier's is {target.vocab_size}.",
+                "gate:geometry-vocab-size", f"{where} is {fmt.geometry.vocab_size}; the verifier's is {target.vocab_size}."
             )
     ours, theirs = fmt.geometry.max_positions, target.max_positions
     if ours is not None and theirs is not None and ours < theirs:
@@ -272,7 +274,7 @@ def safety_rule(ctx: Context) -> Iterator[Finding]:
 def _remote_code(fmt: DraftFormat, draft: RepoMetadata | None) -> Iterator[Finding]:
     if draft is None:
         return
-    native = fmt.kind == "speculators" or all(a in CAUSAL_LM_ARCHITECTURES for a in fmt.architectures or ())
+    native = fmt.kind in EAGLE_HEAD_KINDS or all(a in CAUSAL_LM_ARCHITECTURES for a in fmt.architectures or ())
     if fmt.auto_map and native:
         yield info("gate:safety-auto-map", "The config's auto_map is ignored: vLLM loads this format natively.")
     elif fmt.auto_map:

@@ -20,6 +20,9 @@ SPECULATORS_METHOD = {
     "dflash2": ("dflash", {}),
     "dspark": ("dspark", {}),
 }
+# The raw EAGLE-3 format (SpecForge, the original EAGLE-3 code): architectures vLLM's model registry maps to an
+# EAGLE-3 head (vllm/model_executor/models/registry.py), served with "method": "eagle3".
+EAGLE3_ARCHITECTURES = frozenset({"LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "Eagle3Qwen3ForCausalLM"})
 # transformer_layer_config.model_type values vLLM maps to an EAGLE-3/PEAGLE architecture.
 EAGLE3_LAYER_MODEL_TYPES = frozenset({"llama", "qwen3"})
 

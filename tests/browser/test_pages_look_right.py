@@ -26,6 +26,8 @@ from tests.support.factories import RunFactory
 from tests.support.processes import ROOT
 from tests.support.qualification import record
 from tests.support.runs import result_document as minimal_document
+from workers import metrics
+from workers.engines.base import SpecCounters
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -148,6 +150,11 @@ def run_finish_measured(pair: Pair) -> CertificationRun:
 def measured_stages() -> dict[str, Any]:
     """Return the stages of the pair page's test document: acceptance per position, five levels with intervals."""
     stages: dict[str, Any] = pair_page_document()["stages"]
+    # Acceptance by prompt length as the toy suite spreads it: falling as the context grows, one bucket too short
+    # for an interval.
+    prompts = [SpecCounters(10, 40, 24, (8, 7, 5, 4))] * 28 + [SpecCounters(10, 40, 9, (5, 2, 1, 1))] * 3
+    acceptance = stages["speculative"]["acceptance"]
+    acceptance["by_length"] = metrics.by_length([20] * 28 + [99, 197, 421], prompts, metrics.length_buckets(512, 32))
     return stages
 
 

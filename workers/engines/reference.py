@@ -50,6 +50,8 @@ class ReferenceEngine(Engine):
                 raise UserError("engine:refused-pair", "A draft_model config needs a `model` folder and an integer k.")
             self.draft, self.k = self._load(draft), k
         self.accept_rule = str(config.extra.get("accept_rule", "rejection"))
+        if spec is not None and spec.get("rejection_sample_method", "standard") != "standard":
+            self.accept_rule = _lossy_rule(spec, self.k)
         if self.accept_rule not in ACCEPT_RULES:
             raise ValueError(f"accept_rule must be one of {ACCEPT_RULES}")
         self.total = SpecCounters(per_position=(0,) * self.k)
@@ -168,3 +170,16 @@ def _choose(logits: Any, sampling: Sampling, generator: Any) -> tuple[int, Any]:
 def _eos_ids(config: Any) -> set[int]:
     eos = config.eos_token_id
     return set(eos) if isinstance(eos, list) else {eos} if eos is not None else set()
+
+
+def _lossy_rule(spec: dict[str, object], k: int) -> str:
+    """vLLM's synthetic acceptance at AL k + 1 keeps every drafted token, which is the "always" rule; other rejection
+    methods, and other synthetic rates, are not modelled here."""
+    if spec.get("rejection_sample_method") == "synthetic" and spec.get("synthetic_acceptance_length") == k + 1:
+        return "always"
+    method, length = spec.get("rejection_sample_method"), spec.get("synthetic_acceptance_length")
+    raise UserError(
+        "engine:refused-pair",
+        "The reference engine implements the standard rejection sampler, and synthetic acceptance only at AL k + 1 "
+        f"(every drafted token kept), not {method!r} with acceptance length {length}.",
+    )

@@ -10,6 +10,7 @@ import pytest
 from kernel.formats import describe_draft, judge, speculative_config
 from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
+    EAGLE3_ARCHITECTURES,
     METHODS,
     SPECULATORS_METHOD,
     SPECULATORS_TYPES,
@@ -48,6 +49,9 @@ def test_every_method_and_architecture_the_gate_accepts_exists_in_vllm():
     assert flattened(SpeculativeMethod) >= METHODS
     registered = set(ModelRegistry.get_supported_archs())
     assert registered >= CAUSAL_LM_ARCHITECTURES
+    from vllm.model_executor.models.registry import _SPECULATIVE_DECODING_MODELS
+
+    assert all("eagle3" in _SPECULATIVE_DECODING_MODELS[a][0] for a in EAGLE3_ARCHITECTURES)  # the raw format's heads
     assert "MLPSpeculatorPreTrainedModel" not in registered  # why mlp_speculator is in UNSERVED_METHODS
     assert {"mlp_speculator"} == UNSERVED_METHODS
 
