@@ -28,6 +28,9 @@ class Stage(Protocol):
     `report(percent)` callback for progress inside the stage (0-100). It
     returns this stage's part of the result document, JSON-serialisable. It
     raises UserError or InfraError (kernel.errors) to end or retry the run.
+    A stage may also have `close()`: the director calls it once the run ends,
+    whatever its outcome, so what a stage started for a later one (servers)
+    never outlives the run.
     """
 
     name: str
@@ -46,11 +49,17 @@ class Director:
     def run(self, spec: RunSpec, progress: Progress) -> ResultDocument:
         stages: dict[str, Mapping[str, Any]] = {}
         document = cast(ResultDocument, {"schema_version": SCHEMA_VERSION, "spec": spec.as_dict(), "stages": stages})
-        for index, stage in enumerate(self.stages):
-            report = self._reporter(stage.name, index, progress)
-            report(0)
-            stages[stage.name] = stage.run(spec, document, report)
-            report(100)
+        try:
+            for index, stage in enumerate(self.stages):
+                report = self._reporter(stage.name, index, progress)
+                report(0)
+                stages[stage.name] = stage.run(spec, document, report)
+                report(100)
+        finally:
+            for stage in self.stages:
+                close = getattr(stage, "close", None)
+                if callable(close):
+                    close()
         verdict = stages.get("verdict", {})
         document["workloads"] = verdict.get("workloads", {})
         document["environment"] = verdict.get("environment", {})

@@ -38,28 +38,30 @@ class MeasuringStage:
                 self.shared.bench.stop_early()
             self.shared.bench = Workbench.for_spec(spec)
             self.shared.bench.serves = self.shared.serves
-        bench = self.shared.bench
-        bench.stages = document["stages"]
-        try:
-            return self.work(bench, report)
-        except BaseException:
-            bench.stop_early()  # servers started for a later stage must not outlive a run that ends here
-            raise
+        self.shared.bench.stages = document["stages"]
+        return self.work(self.shared.bench, report)
+
+    def close(self) -> None:
+        """The run ended (the director says so, whatever the outcome): stop servers no stage took."""
+        if self.shared.bench is not None:
+            self.shared.bench.stop_early()
 
 
 def default_stages() -> list[Stage]:
     """Return fetch → gate → baseline → speculative → equivalence → throughput → smoke → verdict."""
-    return _sharing_one_bench(STAGE_ORDER)
+    return sharing_one_bench(STAGE_ORDER)
 
 
 def unserved_stages() -> list[Stage]:
     """Every stage but the served ones (throughput, smoke): acceptance and equivalence, judged by the real verdict,
     which reads speed as not measured. For work that judges no speed, such as a reproduction that compares
     acceptance and greedy output only: it starts no server."""
-    return _sharing_one_bench(tuple(name for name in STAGE_ORDER if name not in SERVED))
+    return sharing_one_bench(tuple(name for name in STAGE_ORDER if name not in SERVED))
 
 
-def _sharing_one_bench(names: tuple[str, ...]) -> list[Stage]:
+def sharing_one_bench(names: tuple[str, ...]) -> list[Stage]:
+    """The measuring stages named, in order, sharing one Workbench; the throughput stage's servers start early only
+    when it is among them."""
     from workers import certification, speed
 
     shared = _Shared(serves="throughput" in names)

@@ -70,3 +70,27 @@ def test_errors_refuse_a_code_raised_as_the_wrong_fault():
         UserError("worker:lost")
     with pytest.raises(KeyError, match="unknown error code"):
         InfraError("no:such-code")
+
+
+class Closing:
+    """A stage that records its close: the director calls it once the run ends, whatever the outcome."""
+
+    def __init__(self, name: str, fails: bool = False) -> None:
+        self.name, self.fails, self.closed = name, fails, 0
+
+    def run(self, spec, document, report):
+        if self.fails:
+            raise UserError("engine:refused-pair", "refused")
+        return {}
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_the_director_closes_every_stage_once_the_run_ends_whatever_its_outcome():
+    done = [Closing("fetch"), Closing("verdict")]
+    Director(done).run(spec(), lambda stage, pct: None)
+    failing = [Closing("fetch", fails=True), Closing("verdict")]
+    with pytest.raises(UserError):
+        Director(failing).run(spec(), lambda stage, pct: None)
+    assert [s.closed for s in done + failing] == [1, 1, 1, 1]  # the stage that never ran is closed too

@@ -147,9 +147,9 @@ def injected_stages_ignoring_the_soft_limit() -> list[Stage]:
 def real_stages_through_the_baseline() -> list[Stage]:
     """The real fetch, gate and baseline stages (the offline vLLM engine), then an injected verdict: the
     baseline's cache at work, without the speculative, equivalence and serving stages' minutes."""
-    from workers.stages import default_stages
+    from workers.stages import sharing_one_bench
 
-    return [*default_stages()[:3], InjectedStage("verdict", _verdict)]
+    return [*sharing_one_bench(("fetch", "gate", "baseline")), InjectedStage("verdict", _verdict)]
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kernel.director import Director
 from kernel.errors import UserError
 from kernel.spec import ModelRef, RunSpec
 from workers import serving, speed
@@ -77,25 +78,41 @@ def test_servers_started_early_are_waited_for_not_started_again(monkeypatch):
     assert all(server.process.poll() is not None for server in spawned.started.values())  # stopped on the way out
 
 
-def test_a_stage_that_fails_after_the_gate_stops_the_servers_started_for_the_throughput_stage():
+def early_gate(bench: Workbench, report: Any) -> dict[str, Any]:
+    assert bench.serves, "the shared workbench knows the throughput stage will run"
+    bench.early = serving.spawn(StandInServers(), CONFIGS)
+    return {}
+
+
+def test_a_run_that_fails_after_the_gate_stops_the_servers_started_for_the_throughput_stage():
     shared = _Shared(serves=True)
 
-    def gate(bench: Workbench, report: Any) -> dict[str, Any]:
-        assert bench.serves, "the shared workbench knows the throughput stage will run"
-        bench.early = serving.spawn(StandInServers(), CONFIGS)
-        return {}
-
     def baseline(bench: Workbench, report: Any) -> dict[str, Any]:
+        assert bench.early is not None and all(s.process.poll() is None for s in bench.early.started.values())
+        started.extend(bench.early.started.values())
         raise UserError("engine:refused-pair", "the offline engine refused the pair")
 
-    stage("gate", gate, shared)
-    assert shared.bench is not None and shared.bench.early is not None
-    started = list(shared.bench.early.started.values())
-    assert all(server.process.poll() is None for server in started)
+    started: list[serving.Server] = []
+    director = Director([MeasuringStage("gate", early_gate, shared), MeasuringStage("baseline", baseline, shared)])
     with pytest.raises(UserError):
-        stage("baseline", baseline, shared)
-    assert shared.bench.early is None
-    assert all(server.process.wait(timeout=30) is not None for server in started)
+        director.run(SPEC, lambda stage, percent: None)
+    assert shared.bench is not None and shared.bench.early is None and len(started) == 2
+    assert all(server.process.poll() is not None for server in started)
+
+
+def test_a_run_that_ends_without_the_stage_that_would_take_them_stops_them_too():
+    shared = _Shared(serves=True)
+    started: list[serving.Server] = []
+
+    def verdict(bench: Workbench, report: Any) -> dict[str, Any]:
+        assert bench.early is not None
+        started.extend(bench.early.started.values())
+        return {"verdict": "provisional"}
+
+    Director([MeasuringStage("gate", early_gate, shared), MeasuringStage("verdict", verdict, shared)]).run(
+        SPEC, lambda stage, percent: None
+    )
+    assert len(started) == 2 and all(server.process.poll() is not None for server in started)
 
 
 def test_another_attempt_stops_what_the_last_one_started():
