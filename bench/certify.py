@@ -94,8 +94,7 @@ def bare_vllm(bench: Workbench) -> float:
     started = time.perf_counter()
     llm = LLM(**engine_arguments(bench.config(speculative=True)))
     greedy = SamplingParams(temperature=0, max_tokens=bench.suite.max_tokens)
-    for category in dict.fromkeys(bench.categories):
-        batch = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
+    for batch in bench.by_category().values():
         llm.generate([TokensPrompt(prompt_token_ids=p) for p in batch], greedy, use_tqdm=False)
     plan = bench.spec.plan
     for prefix in certification.sampling_prefixes(bench):

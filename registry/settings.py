@@ -342,9 +342,9 @@ SPECHUB_HUB_PUBLISH = env_bool("SPECHUB_HUB_PUBLISH", False)
 # A certificate's PR dispatch is retried by the sweep once this long has passed without a PR.
 SPECHUB_HUB_PR_LEASE_SECONDS = env_int("SPECHUB_HUB_PR_LEASE_SECONDS", 3600, minimum=1)
 SPECHUB_HUB_TOKEN = env_str("SPECHUB_HUB_TOKEN", "")
-# A read token for gated and private repos, used by the gate, the catalog and (through the
-# environment, kernel.settings) the workers; never logged or shown.
-SPECHUB_HUB_READ_TOKEN = env_str("SPECHUB_HUB_READ_TOKEN", env_str("HF_TOKEN", ""))
+# A read token for gated and private repos (SPECHUB_HUB_READ_TOKEN, else HF_TOKEN), used by the gate, the catalog
+# and the workers, all read by kernel.settings; never logged or shown.
+SPECHUB_HUB_READ_TOKEN = str(kernel_settings.current().hub_token or "")
 if SPECHUB_HUB_PUBLISH and not SPECHUB_HUB_TOKEN:
     raise ImproperlyConfigured("SPECHUB_HUB_PUBLISH is on but SPECHUB_HUB_TOKEN is unset; give a Hub token with write access.")
 SPECHUB_PUBLIC_URL = env_url("SPECHUB_PUBLIC_URL", schemes={"http", "https"}) or "http://127.0.0.1:8000"

@@ -116,8 +116,7 @@ def _greedy(engine: Engine, bench: Workbench) -> tuple[Outputs, dict[str, RawCou
     counters: dict[str, RawCounters] = {}
     per_prompt: dict[str, list[RawCounters]] = {}
     sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
-    for category in dict.fromkeys(bench.categories):
-        prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
+    for category, prompts in bench.by_category().items():
         before = engine.counters()
         completions = engine.generate(prompts, sampling)
         outputs[category] = [list(c.token_ids) for c in completions]
@@ -179,15 +178,10 @@ def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
     acceptance = metrics.acceptance(total_counters(bench.speculative), prompts)
     if prompts is not None:
         edges = metrics.length_buckets(bench.spec.plan.max_model_len, bench.suite.max_tokens)
-        acceptance["by_length"] = metrics.by_length(_lengths_by_category(bench), prompts, edges)
+        lengths = [len(prompt) for batch in bench.by_category().values() for prompt in batch]
+        acceptance["by_length"] = metrics.by_length(lengths, prompts, edges)
     return {"start_seconds": bench.speculative["start_seconds"], "manifest": bench.speculative["manifest"],
             "acceptance": acceptance}  # fmt: skip
-
-
-def _lengths_by_category(bench: Workbench) -> list[int]:
-    """Each prompt's length in tokens, in the order the engines took them (and counted them): category by category."""
-    return [len(prompt) for category in dict.fromkeys(bench.categories)
-            for prompt, its in zip(bench.prompts, bench.categories, strict=True) if its == category]  # fmt: skip
 
 
 def _prompts_of(measured: Measured, *categories: str) -> list[SpecCounters] | None:

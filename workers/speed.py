@@ -131,8 +131,7 @@ def stopping_rule(plan: Plan, *, lowest: bool) -> metrics.Stein:
 def served_counters_check(bench: Workbench, server: serving.Server, model: str) -> result.ServedCounters:
     """The greedy prompts again, per category as the offline engine took them, through the server's /metrics."""
     served = SpecCounters()
-    for category in dict.fromkeys(bench.categories):
-        prompts = [p for p, c in zip(bench.prompts, bench.categories, strict=True) if c == category]
+    for prompts in bench.by_category().values():
         before = serving.served_counters(server)
         serving.complete(server, model, prompts, bench.suite.max_tokens)
         served = served + (serving.served_counters(server) - before)

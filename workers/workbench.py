@@ -79,6 +79,14 @@ class Workbench:
         if early is not None:
             early.stop()
 
+    def by_category(self) -> dict[str, list[list[int]]]:
+        """The prompts category by category, in suite order: how the offline engines take them, one batch each, and
+        so the order their per-prompt counters come in."""
+        found: dict[str, list[list[int]]] = {}
+        for prompt, category in zip(self.prompts, self.categories, strict=True):
+            found.setdefault(category, []).append(prompt)
+        return found
+
     def config(self, speculative: bool) -> EngineConfig:
         plan = self.spec.plan
         return EngineConfig(
