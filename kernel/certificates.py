@@ -294,6 +294,7 @@ def describe(verified: Verified, now: datetime) -> tuple[str, bool]:
         f"  {payload['verdict']}: {draft} → {inputs['verifier']['repo_id']}@{inputs['verifier']['sha']}"
         f" (k={inputs['num_speculative_tokens']}) on {inputs['hardware']}",
         *(f"  {name}: {judged['outcome']} — {judged['reason']}" for name, judged in _properties(payload).items()),
+        *_best_k(payload),
         f"  issued {payload['issued_at']}, {'EXPIRED' if expired else 'expires'} {payload['expires_at']}",
         f"  reproduce: {payload['reproduce']}",
     ]
@@ -303,3 +304,21 @@ def describe(verified: Verified, now: datetime) -> tuple[str, bool]:
 def _properties(payload: Payload) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = cast(dict[str, dict[str, Any]], payload.get("properties") or {})
     return found
+
+
+def _best_k(payload: Payload) -> list[str]:
+    """The best k at each level: predicted there, then measured, with the measured figure's interval."""
+    measured = cast(dict[str, Any], (payload.get("results") or {}).get("throughput") or {})
+    choice = measured.get("choice_of_k")
+    if not choice:
+        return []
+    parts = []
+    for level in sorted(choice["levels"], key=int):
+        best = choice["levels"][level]
+        timed = best.get("measured") if best["best_k"] != choice["run_k"] else measured["levels"].get(level)
+        if timed and timed.get("speedup_interval"):
+            low, high = timed["speedup_interval"]
+            parts.append(f"c={level} k={best['best_k']} ({timed['speedup']:.2f}x [{low:.2f}, {high:.2f}] measured)")
+        else:
+            parts.append(f"c={level} k={best['best_k']} (predicted only)")
+    return [f"  best k: {'; '.join(parts)}"]

@@ -188,6 +188,20 @@ def by_length(rows: Sequence[Mapping[str, Any]], *, title: str = "Mean acceptanc
     )
 
 
+def by_k(row: Mapping[str, Any]) -> SafeString:
+    """The lowest level's predicted speedup at each k, one bar each, against 1."""
+    return hbars(
+        [at["predicted_speedup"] for at in row["predicted"]],
+        [f"k={at['k']}" for at in row["predicted"]],
+        title=f"Predicted speedup at each k, concurrency {row['concurrency']}",
+        x_label=f"predicted speedup ({TIMES}), measured only at k={row['best_k']}",
+        reference=1.0,
+        unit=TIMES,
+        name="speedup-by-k",
+        per="k",
+    )
+
+
 def _hbar(frame: Frame, y: float, row: float, value: float | None, top: float, label: str, unit: str) -> SafeString:
     centre = y + row / 2 + 4
     if value is None:

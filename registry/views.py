@@ -84,6 +84,7 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
             intervals=[figures[str(level)].get("speedup_interval") for level in page["levels"]],
         ),
         "length_chart": charts.by_length(page["acceptance"].get("by_length", [])),
+        "best_k_chart": charts.by_k(page["best_k"][0]) if page["best_k"] else SafeString(""),
         "workload_al_chart": charts.hbars(
             [result.mean_acceptance_length for result in results],
             labels,

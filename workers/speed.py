@@ -8,11 +8,13 @@ from __future__ import annotations
 import itertools
 import random
 import time
+from collections.abc import Mapping
 
 from kernel import result
 from kernel.errors import UserError
 from kernel.formats import serve_arguments, serve_line
 from kernel.spec import Plan
+from workers import choice_of_k as choosing
 from workers import metrics, serving, timing
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
@@ -34,6 +36,12 @@ def sweep_order(bench: Workbench) -> list[int]:
         draw.shuffle(indices)
     rounds = itertools.zip_longest(*by_category.values())
     return [i for row in rounds for i in row if i is not None][: bench.spec.plan.throughput_prompts]
+
+
+def level_prompts(bench: Workbench, concurrency: int) -> list[int]:
+    """The prompts a level's blocks carry: enough to keep `concurrency` busy twice over, every category, and 8."""
+    order = sweep_order(bench)
+    return order[: max(2 * concurrency, len(set(bench.categories)), MIN_BLOCK_PROMPTS)]
 
 
 def configs(bench: Workbench) -> dict[str, EngineConfig]:
@@ -67,11 +75,12 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         report(40)
         with timing.LoadMeter() as load:
             levels, per_category, rate_point = _timed(bench, running, model, report)
+            choice = choice_of_k(bench, running, model, levels)
         began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
         bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
         bench.smoke_request_seconds = time.perf_counter() - began
     al = metrics.acceptance(total_counters(measured(bench)[1]))["mean_acceptance_length"]
-    return {
+    figures: result.Throughput = {
         "levels": levels,
         # With a free draft, each verifier step yields AL tokens: no speedup can exceed it.
         "theoretical_bound": al,
@@ -82,6 +91,9 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         "load": load.record(),
         "counters": counters,
     }
+    if choice is not None:
+        figures["choice_of_k"] = choice
+    return figures
 
 
 def _timed(
@@ -89,23 +101,53 @@ def _timed(
 ) -> tuple[dict[str, result.Level], dict[str, float], result.RatePoint]:
     """Every level's paired blocks, then the Poisson point at a rate the baseline's c=1 blocks set."""
     plan = bench.spec.plan
-    order = sweep_order(bench)
-    categories = len(set(bench.categories))
     levels: dict[str, result.Level] = {}
     per_category: dict[str, float] = {}
     for number, concurrency in enumerate(plan.concurrency):
-        count = min(len(order), max(2 * concurrency, categories, MIN_BLOCK_PROMPTS))
-        prompts = [bench.prompts[i] for i in order[:count]]
-
-        def block(server: serving.Server, repeat: int, prompts: list[list[int]] = prompts, at: int = concurrency) -> timing.Block:
-            return timing.run_block(server, model, prompts, plan.output_tokens, concurrency=at)
-
-        rule = stopping_rule(plan, lowest=number == 0)
-        levels[str(concurrency)], blocks = timing.precise_level(running, rule, block, timing.throughput_ratio, asked=concurrency)
+        levels[str(concurrency)], blocks = _level(bench, running, model, concurrency)
         if concurrency == 1:
-            per_category = timing.category_speedups(blocks, [bench.categories[i] for i in order[:count]])
+            per_category = timing.category_speedups(blocks, [bench.categories[i] for i in level_prompts(bench, concurrency)])
         report(40 + 50 * (number + 1) // len(plan.concurrency))
-    return levels, per_category, _rate_point(bench, running, model, levels, [bench.prompts[i] for i in order[:8]])
+    return levels, per_category, _rate_point(bench, running, model, levels, [bench.prompts[i] for i in sweep_order(bench)[:8]])
+
+
+def _level(
+    bench: Workbench, pair: Mapping[str, serving.Server], model: str, concurrency: int
+) -> tuple[result.Level, dict[str, list[timing.Block]]]:
+    """One level's paired blocks, to the plan's precision: the same prompts on both servers, `concurrency` at once."""
+    plan = bench.spec.plan
+    prompts = [bench.prompts[i] for i in level_prompts(bench, concurrency)]
+
+    def block(server: serving.Server, repeat: int) -> timing.Block:
+        return timing.run_block(server, model, prompts, plan.output_tokens, concurrency=concurrency)
+
+    rule = stopping_rule(plan, lowest=concurrency == plan.concurrency[0])
+    return timing.precise_level(pair, rule, block, timing.throughput_ratio, asked=concurrency)
+
+
+def choice_of_k(
+    bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level]
+) -> result.ChoiceOfK | None:
+    """Predict every k's speedup up to the run's from the step costs (workers/choice_of_k.py), then measure each
+    level's best k where it is not the run's: one more speculative server per such k, beside the same baseline."""
+    by_k = metrics.acceptance(total_counters(measured(bench)[1])).get("by_k")
+    if not by_k:
+        return None
+    plan, run_k = bench.spec.plan, bench.spec.num_speculative_tokens
+    vocabulary = sorted({token for prompt in bench.prompts for token in prompt})
+    time.sleep(timing.QUIET_BEFORE_BLOCK)
+    prefill = choosing.prefill(running["baseline"], model, vocabulary, plan.max_model_len, plan.seed)
+    per_token = choosing.slope(prefill)
+    chosen = choosing.choose(levels, by_k, per_token)
+    recipes = {str(run_k): recipe(bench, run_k)}
+    for k, at in choosing.to_measure(chosen, run_k).items():
+        name = f"speculative-k{k}"
+        with serving.servers(load_engine(bench.spec.engine)(), {name: bench.config(speculative=True, k=k)}) as extra:
+            pair = {"baseline": running["baseline"], "speculative": extra[name]}
+            for level in at:
+                chosen[level]["measured"], _ = _level(bench, pair, model, int(level))
+        recipes[str(k)] = recipe(bench, k)
+    return {"run_k": run_k, "verifier_seconds_per_token": per_token, "prefill": prefill, "levels": chosen, "recipes": recipes}
 
 
 def _rate_point(
@@ -144,13 +186,22 @@ def served_counters_check(bench: Workbench, server: serving.Server, model: str) 
 def served_commands(bench: Workbench, running: dict[str, serving.Server], start_seconds: float) -> result.Servers:
     """The commands that ran, and the lines to publish: the same arguments, naming the pinned Hub repos."""
     spec, conditions = bench.spec, bench.spec.plan.conditions
-    published = bench.gate.recipe.speculative_config if bench.gate and bench.gate.recipe else None
     verifier = (spec.verifier.repo_id, spec.verifier.sha)
     return {
         "baseline_command": without_local_paths(running["baseline"].command, bench),
         "speculative_command": without_local_paths(running["speculative"].command, bench),
         "baseline_recipe": serve_line(serve_arguments(*verifier, None, conditions)),
-        "speculative_recipe": serve_line(serve_arguments(*verifier, published, conditions)),
+        "speculative_recipe": recipe(bench, spec.num_speculative_tokens),
         "start_seconds": start_seconds,
         "output_tokens": spec.plan.output_tokens,
     }
+
+
+def recipe(bench: Workbench, k: int) -> str:
+    """The `vllm serve` line to publish for the pair drafting `k` tokens a step: the gate's config, naming the pinned
+    Hub repos, as the server that was measured ran it."""
+    spec = bench.spec
+    published = dict(bench.gate.recipe.speculative_config) if bench.gate and bench.gate.recipe else None
+    if published is not None and k != spec.num_speculative_tokens:
+        published["num_speculative_tokens"] = k
+    return serve_line(serve_arguments(spec.verifier.repo_id, spec.verifier.sha, published, spec.plan.conditions))

@@ -87,11 +87,16 @@ class Workbench:
             found.setdefault(category, []).append(prompt)
         return found
 
-    def config(self, speculative: bool) -> EngineConfig:
+    def config(self, speculative: bool, k: int | None = None) -> EngineConfig:
+        """The engine's configuration: the verifier alone, or with the pair's draft (drafting `k` tokens a step
+        instead of the pair's own k, where given)."""
         plan = self.spec.plan
+        drafting = (
+            self.engine_config if k is None or self.engine_config is None else {**self.engine_config, "num_speculative_tokens": k}
+        )
         return EngineConfig(
             verifier=str(self.paths["verifier"]),
-            speculative_config=self.engine_config if speculative else None,
+            speculative_config=drafting if speculative else None,
             dtype=plan.dtype,
             max_model_len=plan.max_model_len,
             seed=plan.seed,

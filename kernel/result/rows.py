@@ -16,6 +16,7 @@ from kernel.result.schema import (
     NO_DIFFERENCE,
     NOT_IN_SEQUENCE,
     SLOWER,
+    KSpeed,
     Level,
     MachineLoad,
     ResultDocument,
@@ -223,3 +224,43 @@ def summary(document: ResultDocument | None) -> Summary | None:
         "slower_from": slower,
         "engine_build": engine_build(document),
     }
+
+
+class BestKRow(TypedDict):
+    """One level's best k: every k's predicted speedup, and the best one's measured speedup with its interval."""
+
+    concurrency: int
+    best_k: int
+    predicted: list[KSpeed]
+    predicted_speedup: float  # the best k's
+    measured_speedup: float | None
+    interval: list[float]
+    supports: str  # what the measured interval supports
+    pairs: int
+    recipe: str | None  # the `vllm serve` line at the best k, which was measured
+
+
+def best_k_rows(document: ResultDocument | None) -> list[BestKRow]:
+    """Return each level's best k, predicted and measured, lowest level first; empty before choices were made."""
+    measured = throughput(document)
+    choice = measured.get("choice_of_k") if measured else None
+    if measured is None or choice is None:
+        return []
+    rows: list[BestKRow] = []
+    for level in sorted(choice["levels"], key=int):
+        best = choice["levels"][level]
+        k = best["best_k"]
+        timed = best.get("measured") if k != choice["run_k"] else measured["levels"].get(level)
+        interval = list(timed.get("speedup_interval") or []) if timed else []
+        rows.append({
+            "concurrency": int(level),
+            "best_k": k,
+            "predicted": best["predicted"],
+            "predicted_speedup": next(row["predicted_speedup"] for row in best["predicted"] if row["k"] == k),
+            "measured_speedup": timed["speedup"] if timed else None,
+            "interval": interval,
+            "supports": speed_label(interval),
+            "pairs": len(timed.get("block_ratios") or []) if timed else 0,
+            "recipe": choice["recipes"].get(str(k)),
+        })  # fmt: skip
+    return rows

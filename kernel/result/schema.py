@@ -173,8 +173,36 @@ class ServedCounters(TypedDict):
     agree: bool
 
 
+class KSpeed(TypedDict):
+    k: int
+    mean_acceptance_length: float  # AL read at k from the run's counters (Acceptance.by_k)
+    predicted_speedup: float  # from the step-cost model: a prediction, never a measurement
+
+
+class BestK(TypedDict):
+    """One concurrency level: every k's predicted speedup, the best, and the best measured as any speed figure."""
+
+    baseline_step_seconds: float  # the verifier alone: one token per sequence per step, from its measured tok/s
+    draft_seconds_per_token: float  # what the K run's steps cost beyond the verifier's own, per drafted token
+    predicted: list[KSpeed]
+    best_k: int
+    measured: NotRequired[Level]  # paired blocks at best_k, where it is not the run's k (that one is `levels`)
+
+
+class ChoiceOfK(TypedDict):
+    """Which k (workers/choice_of_k.py): predicted per level from the step costs measured on the pair, the best
+    measured; `recipes` holds a `vllm serve` line for every k that was measured."""
+
+    run_k: int
+    verifier_seconds_per_token: float  # the slope of time to first token over prompt length on the baseline server
+    prefill: dict[str, list[float]]  # {"tokens": [...], "seconds": [...]}: the medians the slope was fitted to
+    levels: dict[str, BestK]
+    recipes: dict[str, str]  # str(k) -> `vllm serve` line
+
+
 class Throughput(TypedDict):
     levels: dict[str, Level]
+    choice_of_k: NotRequired[ChoiceOfK]
     # The crossing of point estimates, with no interval: documents before 2026-12-03 carry it; nothing reads it.
     break_even_concurrency: NotRequired[float | None]
     theoretical_bound: float | None

@@ -124,6 +124,24 @@ class MeasurementOut(serializers.Serializer[dict[str, Any]]):
     load = serializers.DictField(allow_null=True, help_text="The machine's load around the timed blocks.")
 
 
+class KSpeedOut(serializers.Serializer[dict[str, Any]]):
+    k = serializers.IntegerField()
+    mean_acceptance_length = serializers.FloatField(help_text="AL read at k from the run's per-position counters.")
+    predicted_speedup = serializers.FloatField(help_text="Predicted from the step costs measured on the pair: not measured.")
+
+
+class BestKOut(serializers.Serializer[dict[str, Any]]):
+    concurrency = serializers.IntegerField()
+    best_k = serializers.IntegerField(help_text="The k with the highest predicted speedup at this level.")
+    predicted = KSpeedOut(many=True)
+    predicted_speedup = serializers.FloatField(help_text="The best k's, predicted.")
+    measured_speedup = serializers.FloatField(allow_null=True, help_text="The best k's, measured in paired blocks.")
+    interval = serializers.ListField(child=serializers.FloatField(), help_text="Its 95 % interval.")
+    supports = serializers.CharField(help_text="What the measured interval supports.")
+    pairs = serializers.IntegerField()
+    recipe = serializers.CharField(allow_null=True, help_text="The `vllm serve` line at the best k, as measured.")
+
+
 class SmokeFeatureOut(serializers.Serializer[dict[str, Any]]):
     feature = serializers.CharField()
     outcome = serializers.CharField(help_text="equal, differs, runs (sampled, not compared), fails, not-supported, "
@@ -206,6 +224,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     measurement = serializers.SerializerMethodField()
     smoke = serializers.SerializerMethodField()
     acceptance = serializers.SerializerMethodField()
+    best_k = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
@@ -213,7 +232,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "id", "pair", "workload", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state",
             "stage", "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
-            "verdict", "acceptance", "speed", "latency", "measurement", "smoke", "results",
+            "verdict", "acceptance", "speed", "best_k", "latency", "measurement", "smoke", "results",
         ]  # fmt: skip
 
     def to_representation(self, instance: CertificationRun) -> dict[str, Any]:
@@ -225,6 +244,11 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     def get_speed(self, run: CertificationRun) -> list[result.SpeedAtLevel]:
         """Each concurrency level's speedup with its interval, and what the interval supports."""
         return self._run_figures["speed"]
+
+    @extend_schema_field(BestKOut(many=True))
+    def get_best_k(self, run: CertificationRun) -> list[result.BestKRow]:
+        """Each level's best k: every k's predicted speedup, and the best one's measured speedup with its interval."""
+        return self._run_figures["best_k"]
 
     @extend_schema_field(LatencyOut(many=True))
     def get_latency(self, run: CertificationRun) -> list[result.LatencyRow]:

@@ -148,6 +148,8 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "break_even_bounds": result.break_even_bounds(document),
         "latency": result.latency_rows(document),
         "servers": result.servers(document),
+        "best_k": (best_k := result.best_k_rows(document)),
+        "other_recipes": _other_recipes(document, best_k),
         "load": result.machine_load(document),
         "results": list(run.results.all()) if run else [],
         "equivalence": result.equivalence(document) or {},
@@ -158,6 +160,19 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "regressions": list(pair.regressions.select_related("previous_run__pair__draft")),
         "rtol_percent": round(settings.SPECHUB_REGRESSION_RTOL * 100, 2),
     }
+
+
+def _other_recipes(document: result.ResultDocument | None, best_k: list[result.BestKRow]) -> list[tuple[int, str]]:
+    """The measured k's other than the best at the lowest level, each with its `vllm serve` line."""
+    measured = result.throughput(document)
+    choice = measured.get("choice_of_k") if measured else None
+    if not choice or not best_k:
+        return []
+    return [
+        (int(k), line)
+        for k, line in sorted(choice["recipes"].items(), key=lambda item: int(item[0]))
+        if int(k) != best_k[0]["best_k"]
+    ]
 
 
 def pair_owner(*, pair: Pair) -> Any:

@@ -85,6 +85,7 @@ class RunFigures(TypedDict):
     smoke: result.Smoke | None
     precision: result.Precision | None
     acceptance: result.Acceptance | None
+    best_k: list[result.BestKRow]
 
 
 def run_figures(run: CertificationRun) -> RunFigures:
@@ -99,6 +100,7 @@ def run_figures(run: CertificationRun) -> RunFigures:
         "smoke": result.smoke(document),
         "precision": result.precision(document),
         "acceptance": result.acceptance(document),
+        "best_k": result.best_k_rows(document),
     }
 
 

@@ -21,6 +21,7 @@ from registry.services.qualifications import qualification_record
 from registry.services.runs import run_claim, run_create, run_finish
 from registry.states import RunState
 from tests.registry.test_catalog_filters import finish
+from tests.registry.test_pair_and_run_pages import choice_of_k
 from tests.registry.test_pair_and_run_pages import serving_document as pair_page_document
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT
@@ -149,7 +150,9 @@ def run_finish_measured(pair: Pair) -> CertificationRun:
 
 def measured_stages() -> dict[str, Any]:
     """Return the stages of the pair page's test document: acceptance per position, five levels with intervals."""
-    stages: dict[str, Any] = pair_page_document()["stages"]
+    document = pair_page_document()
+    document["stages"]["throughput"]["choice_of_k"] = choice_of_k(document)  # best k = 2 at c = 1, measured
+    stages: dict[str, Any] = document["stages"]
     # Acceptance by prompt length as the toy suite spreads it: falling as the context grows, one bucket too short
     # for an interval.
     prompts = [SpecCounters(10, 40, 24, (8, 7, 5, 4))] * 28 + [SpecCounters(10, 40, 9, (5, 2, 1, 1))] * 3
@@ -227,12 +230,13 @@ def test_every_page_reads_well_and_passes_axe_at_desktop_and_phone_width(
 @pytest.mark.parametrize("sized", ["phone"], indirect=True)
 def test_the_pair_page_draws_every_chart_with_its_axes(sized: Any, site: dict[str, str], live_server: Any) -> None:
     sized.goto(f"{live_server.url}{site['pair']}")
-    for chart in ("acceptance", "speedup", "workload-acceptance", "workload-speedup"):
+    for chart in ("acceptance", "speedup", "speedup-by-k", "workload-acceptance", "workload-speedup"):
         box = sized.locator(f"svg.chart[data-chart={chart}]").first.bounding_box()
         assert box and box["width"] > 300 and box["height"] > 100, chart
     assert sized.locator("svg[data-chart=acceptance] .y-tick").all_text_contents() == ["0", "0.25", "0.5", "0.75", "1"]
     assert sized.locator("svg[data-chart=speedup] .tick-label").all_text_contents() == ["1", "2", "4", "8", "16"]
     assert sized.locator("svg[data-chart=speedup] polygon.band").count() == 1
+    assert sized.locator("svg[data-chart=speedup-by-k] rect.hbar").count() == 4  # k = 1 to 4, predicted
     assert sized.locator("svg[data-chart=workload-acceptance] rect.hbar").count() == len(WORKLOADS)
     assert sized.locator("svg[data-chart=workload-speedup] rect.hbar").count() == len(WORKLOADS) - 1  # one not measured
 

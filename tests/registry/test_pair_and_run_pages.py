@@ -309,3 +309,61 @@ def test_the_pair_page_and_run_api_give_acceptance_by_prompt_length_with_a_chart
     api = Client().get(f"/api/v1/runs/{run.pk}/").json()
     rows = api["acceptance"]["by_length"]
     assert [row["prompts"] for row in rows] == [8, 0, 0, 2] and "cumulative_per_position" in rows[0]
+
+
+def choice_of_k(document: dict[str, Any]) -> dict[str, Any]:
+    """Which k, as the throughput stage leaves it: best k = 2 at c = 1 (measured on a third server), 4 at c = 2."""
+    throughput = document["stages"]["throughput"]
+    recipe = throughput["servers"]["speculative_recipe"]
+    predicted = {
+        "1": [1.45, 1.62, 1.51, 1.4],
+        "2": [1.1, 1.2, 1.25, 1.3],
+    }
+    levels: dict[str, dict[str, Any]] = {
+        level: {
+            "baseline_step_seconds": 0.01, "draft_seconds_per_token": 0.002, "best_k": 2 if level == "1" else 4,
+            "predicted": [{"k": k, "mean_acceptance_length": 1 + 0.6 * k, "predicted_speedup": s}
+                          for k, s in enumerate(speeds, 1)],
+        }
+        for level, speeds in predicted.items()
+    }  # fmt: skip
+    levels["1"]["measured"] = {**throughput["levels"]["1"], "speedup": 1.58, "speedup_interval": [1.49, 1.67]}
+    return {
+        "run_k": 4, "verifier_seconds_per_token": 0.00012, "prefill": {"tokens": [8, 32], "seconds": [0.02, 0.023]},
+        "levels": levels, "recipes": {"4": recipe, "2": recipe.replace('"eagle3"}', '"eagle3","num_speculative_tokens":2}')},
+    }  # fmt: skip
+
+
+def test_the_pair_page_names_the_best_k_per_level_predicted_and_measured_and_serves_the_best_at_c1(serving_pair):
+    pair, run = serving_pair
+    run.result["stages"]["throughput"]["choice_of_k"] = choice_of_k(run.result)
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert 'id="which-k"' in page and "Predicted speedup at each k, concurrency 1" in page
+    assert len(re.findall(r'<rect class="hbar"[^>]*><title>k=\d', page)) == 4
+    rows = re.findall(r"<tr><td class=\"num\">(\d+)</td>(.*?)</tr>", page, re.S)
+    best = {level: re.findall(r"<strong>(\d)</strong>", cells) for level, cells in rows if "predicted" not in cells}
+    assert best["1"] == ["2"] and best["2"] == ["4"]
+    assert "1.58\u00d7" in page and "1.49\u20131.67" in page  # the best k at c=1, measured with its interval
+    served = re.search(r'<pre id="recipe"><code>([^<]+)</code>', page)
+    assert served and "num_speculative_tokens&quot;:2" in served.group(1)  # the best k at c=1 is the one to run
+    assert 'id="recipe-k4"' in page and "At k=4, as certified" in page  # the certified k is still offered
+    api = Client().get(f"/api/v1/runs/{run.pk}/").json()["best_k"]
+    assert [(row["concurrency"], row["best_k"], row["measured_speedup"]) for row in api] == [(1, 2, 1.58), (2, 4, 1.3)]
+    assert api[0]["predicted_speedup"] == 1.62 and api[0]["supports"] == "faster"
+
+
+def test_the_certificate_names_the_best_k_per_level_measured(serving_pair):
+    from kernel.certificates import Verified, describe
+
+    _, run = serving_pair
+    document = run.result
+    document["stages"]["throughput"]["choice_of_k"] = choice_of_k(document)
+    payload = {
+        "expires_at": "2030-01-01T00:00:00+00:00", "issued_at": "2026-12-03T00:00:00+00:00", "verdict": "certified",
+        "reproduce": "spechub reproduce", "results": {"throughput": document["stages"]["throughput"]},
+        "inputs": {"draft": None, "method": "eagle3", "verifier": {"repo_id": "v", "sha": "a" * 40}, "num_speculative_tokens": 4,
+                   "hardware": "cpu"},
+    }  # fmt: skip
+    text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
+    assert "best k: c=1 k=2 (1.58x [1.49, 1.67] measured); c=2 k=4 (1.30x" in text

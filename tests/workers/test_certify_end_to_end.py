@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+from typing import Any
 
 import jsonschema
 import pytest
@@ -97,6 +98,7 @@ def assert_complete(run: CertificationRun) -> None:
     # The servers started after the gate and loaded while the offline stages measured (issue 24, section 3).
     assert throughput["servers"]["started_early"] and throughput["servers"]["start_seconds"] >= 0
     assert throughput["theoretical_bound"] == stages["speculative"]["acceptance"]["mean_acceptance_length"]
+    assert_choice_of_k(throughput)
     assert [t["p_value"] for t in stages["equivalence"]["sampling"]]
     assert stages["verdict"]["verdict"] in ("certified", "provisional", "failed")
     properties = stages["verdict"]["properties"]
@@ -115,3 +117,22 @@ def assert_complete(run: CertificationRun) -> None:
     assert "prompt tokens read from the pair's prefix cache" in stages["smoke"]["features"][0]["detail"]
     assert run.environment["versions"]["torch"] and run.environment["workloads"]["sha256"]
     assert run.environment["speculative_config"]["method"] == "draft_model"
+
+
+def assert_choice_of_k(throughput: dict[str, Any]) -> None:
+    """Which k (issue 26 §1): every k up to 4 predicted from step costs measured on the pair, the best k at each level
+    measured in paired blocks with its interval (on a third server where it is not 4), and a recipe for each k measured."""
+    choice = throughput["choice_of_k"]
+    assert choice["run_k"] == 4 and choice["verifier_seconds_per_token"] >= 0
+    assert choice["prefill"]["tokens"] == [8, 32, 64, 128] and min(choice["prefill"]["seconds"]) > 0
+    limited = {level for level, figures in throughput["levels"].items() if figures["stopping"]["reason"] == MACHINE_LIMITED}
+    assert set(choice["levels"]) == set(throughput["levels"]) - limited
+    for level, best in choice["levels"].items():
+        assert [row["k"] for row in best["predicted"]] == [1, 2, 3, 4]
+        if best["draft_seconds_per_token"] > 0:  # at the run's k the model gives back what was measured
+            assert best["predicted"][-1]["predicted_speedup"] == pytest.approx(throughput["levels"][level]["speedup"])
+        measured = throughput["levels"][level] if best["best_k"] == 4 else best["measured"]
+        low, high = measured["speedup_interval"]
+        assert low <= measured["speedup"] <= high and len(measured["block_ratios"]) >= PROBE_PAIRS
+        assert choice["recipes"][str(best["best_k"])].startswith("vllm serve spechub-toy/llama-verifier --revision ")
+        assert f'"num_speculative_tokens":{best["best_k"]}' in choice["recipes"][str(best["best_k"])].replace(" ", "")

@@ -138,3 +138,45 @@ def test_without_a_throughput_stage_nothing_starts_early():
 
     stage("gate", gate, shared)
     assert shared.bench is not None and shared.bench.early is None
+
+
+def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_beside_the_same_baseline(monkeypatch, tmp_path):
+    """Which k (issue 26 §1): where a level's best k is not the run's, one more speculative server drafting that k
+    starts, that level is timed against the running baseline, and it gets a recipe; the server stops after."""
+    from kernel import result
+    from workers import choice_of_k
+
+    plan = dataclasses.replace(SPEC.plan, concurrency=(1, 4))
+    bench = Workbench(spec=dataclasses.replace(SPEC, plan=plan), suite=None)  # type: ignore[arg-type]
+    bench.paths = {"verifier": tmp_path}
+    bench.engine_config = {"method": "draft_model", "model": "/snap", "num_speculative_tokens": 4}
+    bench.prompts, bench.categories = [[1, 2, 3]] * 8, ["chat"] * 8
+    # A costly draft: AL 1.9 at k = 1 and 4.0 at 4, measured 1.0x at c = 1 (best k 1) and 3.9x at c = 4 (best 4).
+    per_position = [90, 80, 70, 60]
+    counters = {"drafts": 100, "draft_tokens": 400, "accepted": sum(per_position), "per_position": per_position}
+    offline: Any = {"start_seconds": 0.0, "greedy": {}, "counters": {"chat": counters}, "samples": {}, "manifest": {}}
+    bench.baseline, bench.speculative = offline, offline
+
+    def level(speedup: float) -> result.Level:
+        return {"speedup": speedup, "speedup_interval": [speedup * 0.9, speedup * 1.1], "baseline": {"tokens_per_second": 100.0},
+                "speculative": {"tokens_per_second": 100.0 * speedup}, "block_ratios": [speedup] * 3}  # type: ignore[typeddict-item]  # fmt: skip
+
+    timed: list[tuple[str, int]] = []
+
+    def fake_level(bench: Workbench, pair: Any, model: str, concurrency: int) -> tuple[result.Level, dict[str, Any]]:
+        assert pair["baseline"] is baseline and pair["speculative"].process.poll() is None  # the stand-in answers
+        timed.append((pair["speculative"].name, concurrency))
+        return level(1.15), {}
+
+    monkeypatch.setattr(speed, "load_engine", lambda name: StandInServers)
+    monkeypatch.setattr(speed, "_level", fake_level)
+    monkeypatch.setattr(choice_of_k, "prefill", lambda *args: {"tokens": [8.0, 128.0], "seconds": [0.02, 0.02]})
+    monkeypatch.setattr(speed, "recipe", lambda bench, k: f"vllm serve toy --num-speculative-tokens {k}")
+    with serving.servers(StandInServers(), {"baseline": CONFIGS["baseline"]}) as running:
+        baseline = running["baseline"]
+        choice = speed.choice_of_k(bench, running, "toy", {"1": level(1.0), "4": level(3.9)})
+    assert choice is not None and choice["verifier_seconds_per_token"] == 0.0
+    assert {level: best["best_k"] for level, best in choice["levels"].items()} == {"1": 1, "4": 4}
+    assert timed == [("speculative-k1", 1)]  # only the level whose best is not 4
+    assert choice["levels"]["1"]["measured"]["speedup"] == 1.15 and "measured" not in choice["levels"]["4"]
+    assert set(choice["recipes"]) == {"4", "1"}
