@@ -339,7 +339,7 @@ def test_the_pair_page_names_the_best_k_per_level_predicted_and_measured_and_ser
     run.result["stages"]["throughput"]["choice_of_k"] = choice_of_k(run.result)
     run.save(update_fields=["result"])
     page = Client().get(f"/pairs/{pair.pk}/").content.decode()
-    assert 'id="which-k"' in page and "Predicted speedup at each k, concurrency 1" in page
+    assert 'id="which-k"' in page and "Predicted speedup at each k, concurrency 1" in page and "0.000120 s a token" in page
     assert len(re.findall(r'<rect class="hbar"[^>]*><title>k=\d', page)) == 4
     rows = re.findall(r"<tr><td class=\"num\">(\d+)</td>(.*?)</tr>", page, re.S)
     best = {level: re.findall(r"<strong>(\d)</strong>", cells) for level, cells in rows if "predicted" not in cells}
