@@ -4,8 +4,18 @@
   `"architectures": ["LlamaForCausalLMEagle3"]`, the layer's fields at the top level, the aux layer ids in
   `eagle_config`, and `draft_vocab_size` with the same `d2t`/`t2d` tensors. vLLM maps the architecture to its
   Eagle3LlamaForCausalLM and serves it with `"method": "eagle3"`.
+- `eagle1-head`: an EAGLE-1 head as the EAGLE code publishes one (yuhuili/EAGLE-LLaMA3-Instruct-8B): a plain
+  `LlamaForCausalLM` config with one layer, told apart from a one-layer draft model only by its tensors (`fc.weight`,
+  `layers.0.*` without the `model.` prefix, no `lm_head`, no first input norm).
+- `eagle1-head-wrapped`: the same head in vLLM's legacy wrapper (`"model_type": "eagle"`, the layer's config under
+  `model`), as vLLM's old EAGLE conversion wrote it.
+- `mtp-speculator`: a speculators-format config of type `mtp` (the speculators library's FastMTP), which vLLM 0.32's
+  speculators reader does not load.
 
-Nothing is trained: `python -m zoo.formats` rewrites the configs beside the committed weights.
+Nothing is trained: `python -m zoo.formats` rewrites these repos from the committed weights. The EAGLE-1 head is
+derived, deterministically, from the distilled one-layer draft: its layer, its embeddings, and an `fc` that passes the
+token's embedding through, scaled the way the draft's first input norm would (the verifier's hidden state is given
+weight 0). vLLM applies the verifier's lm_head to the head's output.
 """
 
 from __future__ import annotations
@@ -14,6 +24,9 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
 
 from zoo import ORG
 
@@ -54,8 +67,83 @@ def raw_eagle3(source: Path, target: Path) -> Path:
     return target
 
 
+# The tensors of one decoder layer an EAGLE-1 head keeps; layer 0 has no input norm (the fc output goes straight in).
+EAGLE1_LAYER = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+                "mlp.up_proj", "mlp.down_proj", "post_attention_layernorm")  # fmt: skip
+
+
+def eagle1_weights(draft: Path) -> dict[str, torch.Tensor]:
+    """An EAGLE-1 head's tensors from the one-layer draft's: fc feeds the layer the embedding its input norm expected."""
+    weights = load_file(str(draft / "model.safetensors"))
+    embeddings = weights["model.embed_tokens.weight"]
+    norm = weights["model.layers.0.input_layernorm.weight"].float()
+    # RMSNorm divides by each token's RMS; a linear fc can only divide by the mean one.
+    mean_rms = embeddings.float().pow(2).mean(-1).sqrt().mean()
+    passthrough = torch.diag(norm / mean_rms)
+    fc = torch.cat([passthrough, torch.zeros_like(passthrough)], dim=1)  # [hidden, embedding ++ verifier hidden]
+    head = {"fc.weight": fc.to(embeddings.dtype), "embed_tokens.weight": embeddings}
+    head.update({f"layers.0.{name}.weight": weights[f"model.layers.0.{name}.weight"] for name in EAGLE1_LAYER})
+    return {name: tensor.contiguous() for name, tensor in sorted(head.items())}
+
+
+def plain_config(draft: Path) -> dict[str, Any]:
+    """The draft's config without the keys transformers adds that an EAGLE-1 release does not carry."""
+    config: dict[str, Any] = json.loads((draft / "config.json").read_text())
+    return {
+        key: value
+        for key, value in config.items()
+        if key in (*LAYER_KEYS, "architectures", "model_type", "rope_parameters", "dtype")
+    }
+
+
+def write_repo(target: Path, config: dict[str, Any], weights: dict[str, torch.Tensor], title: str, body: str) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    (target / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    (target / "README.md").write_text(CARD.format(title=title, body=body))
+    return target
+
+
+def eagle1(draft: Path, target: Path) -> Path:
+    body = (f"An EAGLE-1 head as the EAGLE code publishes one: a plain LlamaForCausalLM config with one layer, and the "
+            f"tensors fc.weight, embed_tokens.weight and layers.0.* (no lm_head). Not trained: derived from {draft.name} "
+            "(its layer and embeddings; fc passes the token's embedding through, scaled by the layer's input norm over "
+            "the embeddings' mean RMS, and gives the verifier's hidden state weight 0). Serve with method eagle.")  # fmt: skip
+    return write_repo(target, plain_config(draft), eagle1_weights(draft), "Toy EAGLE-1 head (plain LlamaForCausalLM)", body)
+
+
+def eagle1_wrapped(draft: Path, target: Path) -> Path:
+    config = {"architectures": ["EAGLEModel"], "model_type": "eagle", "model": plain_config(draft), "truncated_vocab_size": None}
+    body = ("The eagle1-head weights in vLLM's legacy EAGLE wrapper: model_type eagle, the layer's config under model "
+            "(vLLM's EAGLEConfig). Not trained.")  # fmt: skip
+    return write_repo(target, config, eagle1_weights(draft), "Toy EAGLE-1 head, legacy eagle wrapper", body)
+
+
+def mtp_config(speculators: dict[str, Any]) -> dict[str, Any]:
+    """A speculators-format EAGLE-3 config turned into the speculators library's MTP type."""
+    config = {key: value for key, value in speculators.items() if key not in ("draft_vocab_size", "target_hidden_size")}
+    config.pop("eagle_aux_hidden_state_layer_ids", None)
+    config.pop("norm_before_residual", None)
+    config.update(architectures=["FastMTPSpeculator"], speculators_model_type="mtp", num_nextn_predict_layers=1)
+    config["speculators_config"] = {**speculators["speculators_config"], "algorithm": "mtp"}
+    return config
+
+
+def mtp(head: Path, draft: Path, target: Path) -> Path:
+    """A speculators `mtp` repo; vLLM refuses its config before reading weights, so it ships only the MTP input projection."""
+    config = mtp_config(json.loads((head / "config.json").read_text()))
+    weights = {"mtp_layers.0.input_proj.weight": eagle1_weights(draft)["fc.weight"]}
+    body = ("A speculators-format config of type mtp (the speculators library's FastMTP). vLLM 0.32 does not load this "
+            f"type; the weights are only the input projection (the eagle1-head's fc, derived from {draft.name}). "
+            "Not trained.")  # fmt: skip
+    return write_repo(target, config, weights, "Toy MTP speculator (speculators format)", body)
+
+
 def build_all(org: Path) -> None:
     raw_eagle3(org / "eagle3-head-reduced", org / "eagle3-head-raw")
+    eagle1(org / "llama-draft-1l", org / "eagle1-head")
+    eagle1_wrapped(org / "llama-draft-1l", org / "eagle1-head-wrapped")
+    mtp(org / "eagle3-head", org / "llama-draft-1l", org / "mtp-speculator")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ HINTS: dict[str, str] = {
     "gate:format-default-proposal": "Set speculators_config.default_proposal_method to one of the proposal_types listed.",
     "gate:format-unsupported": "Pick an algorithm the pinned vLLM serves, or wait for SpecHub to move to a vLLM that does.",
     "gate:format-method-mismatch": "Submit the pair with the method the draft's config describes.",
+    "gate:format-head-tensors": "Save the EAGLE-1 head's tensors as vLLM loads them: fc.weight (no bias), layers.N.* without a "
+    "'model.' prefix and without layer 0's input_layernorm, optionally embed_tokens.weight; no lm_head (the verifier's is used).",
     "gate:format-verifier-config": "The verifier needs a readable config.json with architectures, vocab_size and hidden_size.",
     # verifier
     "gate:verifier-local-path": "Set speculators_config.verifier.name_or_path to the verifier's Hub repo id, not a path on disk.",

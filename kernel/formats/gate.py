@@ -52,7 +52,8 @@ def context(gate_input: GateInput) -> Context:
     if draft is None:
         fmt = NO_DRAFT
     else:
-        fmt = describe_draft(draft.config, method_hint=gate_input.method, unreadable=draft.problems.get("config.json"))
+        tensors = {name for header in draft.safetensors.values() for name in header}
+        fmt = describe_draft(draft.config, tensors=tensors, unreadable=draft.problems.get("config.json"))
     target = describe_verifier(verifier.config, unreadable=verifier.problems.get("config.json"))
     method = gate_input.method or fmt.method
     k = gate_input.k if gate_input.k is not None else (fmt.speculative_tokens or DEFAULT_K)

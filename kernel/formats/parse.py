@@ -8,12 +8,12 @@ exception. Fields the parser does not understand are kept in `extra`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernel.formats.findings import Finding, error
-from kernel.formats.vllm_support import EAGLE3_ARCHITECTURES, SPECULATORS_METHOD
+from kernel.formats.vllm_support import EAGLE3_ARCHITECTURES, EAGLE_WRAPPER_METHODS, SPECULATORS_METHOD
 
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
@@ -148,7 +148,8 @@ def read_geometry(fields: Fields, required: frozenset[str] = frozenset()) -> Geo
 class DraftFormat:
     """A draft described: which format, how vLLM serves it, and what it was built for.
 
-    kind is one of speculators, eagle3 (the raw EAGLE-3 format), causal_lm, medusa,
+    kind is one of speculators, eagle3 (the raw EAGLE-3 format), eagle_wrapper (vLLM's legacy `model_type: eagle`
+    wrapper), eagle1 (an EAGLE-1 head declaring its base architecture, known by its `fc` tensor), causal_lm, medusa,
     mlp_speculator, none (no draft repo: ngram/suffix) or unreadable. `method` is None when the format names
     no method the pinned vLLM knows.
     """
@@ -200,8 +201,12 @@ def _listed(values: tuple[Any, ...] | None) -> list[Any] | None:
 NO_DRAFT = DraftFormat(kind="none")
 
 
-def describe_draft(config: object, *, method_hint: str | None = None, unreadable: str | None = None) -> DraftFormat:
-    """Return the typed description of a draft's config.json; `unreadable` says why it could not be read."""
+def describe_draft(config: object, *, tensors: Collection[str] = (), unreadable: str | None = None) -> DraftFormat:
+    """Return the typed description of a draft's config.json; `unreadable` says why it could not be read.
+
+    `tensors` are the names in the draft's safetensors headers: an EAGLE-1 head and a one-layer draft model
+    share one config and differ only there.
+    """
     if not isinstance(config, dict):
         return DraftFormat(kind="unreadable", problems=(_unreadable("draft", config, unreadable),))
     problems: list[Finding] = []
@@ -210,10 +215,14 @@ def describe_draft(config: object, *, method_hint: str | None = None, unreadable
         described = _speculators(fields)
     elif config.get("model_type") in ("mlp_speculator", "medusa"):
         described = _head(fields)
+    elif config.get("model_type") == "eagle":
+        described = _eagle_wrapper(fields)
     elif isinstance(config.get("architectures"), list) and EAGLE3_ARCHITECTURES & set(map(str, config["architectures"])):
         described = _raw_eagle3(fields)
+    elif EAGLE1_FC in tensors:
+        described = {**_causal_lm(fields), "kind": "eagle1", "method": "eagle", "algorithm": "eagle"}
     else:
-        described = _causal_lm(fields, method_hint)
+        described = _causal_lm(fields)
     auto_map = fields.mapping("auto_map") is not None
     return DraftFormat(**described, auto_map=auto_map, extra=fields.unread(), problems=tuple(problems))
 
@@ -325,11 +334,28 @@ def _raw_eagle3(fields: Fields) -> dict[str, Any]:
     }
 
 
-def _causal_lm(fields: Fields, method_hint: str | None) -> dict[str, Any]:
+def _causal_lm(fields: Fields) -> dict[str, Any]:
     geometry = read_geometry(fields, frozenset({"vocab_size"}))
     architectures = fields.texts("architectures", required=True)
-    method = method_hint if method_hint in ("eagle", "draft_model") else "draft_model"
-    return {"kind": "causal_lm", "method": method, "algorithm": method, "architectures": architectures, "geometry": geometry}
+    return {"kind": "causal_lm", "method": "draft_model", "algorithm": "draft_model", "architectures": architectures,
+            "geometry": geometry}  # fmt: skip
+
+
+# The tensor that makes a one-layer causal LM an EAGLE-1 head: the projection of [embedding, verifier hidden state].
+EAGLE1_FC = "fc.weight"
+
+
+def _eagle_wrapper(fields: Fields) -> dict[str, Any]:
+    """vLLM's legacy wrapper: the head's config under `model`; vLLM ignores the wrapper's own architectures."""
+    fields.texts("architectures")
+    fields.read.add("truncated_vocab_size")
+    method = fields.text("method") or "eagle"  # EAGLEConfig's default
+    model = fields.mapping("model", required=True)
+    inner = _causal_lm(model) if model else {"architectures": None, "geometry": Geometry()}
+    if model and model.document.get("model_type") is None:  # AutoConfig.for_model needs it
+        fields.problems.append(error("gate:format-missing-key", "model.model_type is missing."))
+    known = method in EAGLE_WRAPPER_METHODS
+    return {**inner, "kind": "eagle_wrapper", "method": method if known else None, "algorithm": method}
 
 
 @dataclass(frozen=True)

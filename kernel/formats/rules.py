@@ -24,7 +24,11 @@ from kernel.formats.parse import DraftFormat, VerifierFacts, brief
 from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
     DRAFTLESS_METHODS,
+    EAGLE1_ARCHITECTURES,
+    EAGLE1_LLAMA_TENSOR,
+    EAGLE3_ARCHITECTURES,
     EAGLE3_LAYER_MODEL_TYPES,
+    EAGLE_WRAPPER_METHODS,
     MAX_SPECULATIVE_TOKENS,
     METHODS,
     SPECULATORS_LEGACY_TYPES,
@@ -34,8 +38,11 @@ from kernel.formats.vllm_support import (
 )
 
 EAGLE_FAMILY = frozenset({"eagle", "eagle3", "peagle", "dflash", "dflash2", "dspark"})
-# Formats that carry an EAGLE-family head vLLM builds natively: the speculators format and the raw EAGLE-3 one.
-EAGLE_HEAD_KINDS = frozenset({"speculators", "eagle3"})
+# Formats that carry an EAGLE-family head vLLM builds natively: the speculators format, the raw EAGLE-3 one, an EAGLE-1
+# head declaring its base architecture, and vLLM's legacy eagle wrapper.
+EAGLE_HEAD_KINDS = frozenset({"speculators", "eagle3", "eagle1", "eagle_wrapper"})
+# The heads vLLM's registry has for what EAGLEConfig builds from a head's base architecture, by method.
+WRAPPED = {"eagle": EAGLE1_ARCHITECTURES, "eagle3": EAGLE3_ARCHITECTURES}
 # DFlash/DSpark number target layers from 1 (vLLM uses aux_id - 1).
 ONE_BASED_AUX = frozenset({"dflash", "dflash2", "dspark"})
 INTEGER_DTYPES = {"I64", "I32", "I16", "I8", "U8", "U16", "U32", "U64"}
@@ -63,13 +70,15 @@ def format_rule(ctx: Context) -> Iterator[Finding]:
     fmt = ctx.draft
     if fmt.kind == "speculators":
         yield from _speculators_support(fmt)
+    if fmt.kind in ("eagle1", "eagle_wrapper"):
+        yield from _eagle_support(fmt, ctx.input.draft)
     if fmt.kind == "causal_lm" and not fmt.auto_map and fmt.architectures:
         # With auto_map the safety rule owns an unknown architecture: it needs repo code.
         unknown = [a for a in fmt.architectures if a not in CAUSAL_LM_ARCHITECTURES]
         if unknown:
             yield error("gate:format-unsupported", f"vLLM {VLLM_VERSION} implements no architecture {unknown}.")
     if ctx.method is None:
-        if fmt.kind not in ("unreadable", "speculators", "none"):
+        if fmt.kind not in ("unreadable", "speculators", "eagle_wrapper", "none"):  # these say why themselves
             yield error("gate:format-unknown", "No speculative method could be derived from the draft's config.")
         return
     if ctx.method not in METHODS or ctx.method in UNSERVED_METHODS:
@@ -104,6 +113,41 @@ def _speculators_support(fmt: DraftFormat) -> Iterator[Finding]:
             "gate:format-default-proposal",
             f"default_proposal_method {fmt.default_proposal!r} is not among the proposal types {list(fmt.proposal_types)}.",
         )
+
+
+def eagle_architectures(fmt: DraftFormat) -> list[str]:
+    """The architectures vLLM's EAGLEConfig builds for a head declaring `fmt.architectures` (LlamaForCausalLM → EagleLlama…)."""
+    if fmt.algorithm == "eagle":
+        return [a if a.startswith("Eagle") else f"Eagle{a}" for a in fmt.architectures or ()]
+    return [a if a.startswith("Eagle3") or a.endswith("Eagle3") else f"Eagle3{a}" for a in fmt.architectures or ()]
+
+
+def _eagle_support(fmt: DraftFormat, draft: RepoMetadata | None) -> Iterator[Finding]:
+    if fmt.algorithm not in EAGLE_WRAPPER_METHODS:
+        yield error("gate:format-unsupported", f"vLLM {VLLM_VERSION}'s EAGLE wrapper raises on method {fmt.algorithm!r} "
+                    f"(it takes {sorted(EAGLE_WRAPPER_METHODS)}).")  # fmt: skip
+    elif fmt.algorithm not in WRAPPED:
+        yield error("gate:format-unsupported", f"SpecHub reads {fmt.algorithm} heads in the speculators format only, not in "
+                    "the legacy eagle wrapper.")  # fmt: skip
+    elif (built := eagle_architectures(fmt)) and not set(built) <= WRAPPED[fmt.algorithm]:
+        yield error("gate:format-unsupported", f"vLLM {VLLM_VERSION} builds this {fmt.algorithm} head as {built}, which it does "
+                    f"not implement (it has {sorted(WRAPPED[fmt.algorithm])}).")  # fmt: skip
+    elif "EagleLlamaForCausalLM" in built and draft is not None:
+        yield from _eagle1_tensors(draft)
+
+
+_EAGLE1_LLAMA_TENSOR = re.compile(EAGLE1_LLAMA_TENSOR)
+
+
+def _eagle1_tensors(draft: RepoMetadata) -> Iterator[Finding]:
+    names = sorted({name for header in draft.safetensors.values() for name in header})
+    if names and "fc.weight" not in names:
+        yield error("gate:format-head-tensors", "The EAGLE-1 head has no fc.weight: vLLM would run it with an unset fc.")
+    unplaced = [name for name in names if not _EAGLE1_LLAMA_TENSOR.fullmatch(name)]
+    if unplaced:
+        shown = ", ".join(brief(name) for name in unplaced[:5]) + (f" and {len(unplaced) - 5} more" if len(unplaced) > 5 else "")
+        yield error("gate:format-head-tensors", f"vLLM {VLLM_VERSION}'s EagleLlamaForCausalLM has no place for {shown}; "
+                    "loading the head raises.")  # fmt: skip
 
 
 _LOCAL_PATH = re.compile(r"^(?:[/~.]|[A-Za-z]:[\\/])|\\")
@@ -211,7 +255,7 @@ def geometry_rule(ctx: Context) -> Iterator[Finding]:
         yield from _hidden_size(ctx)
         yield from _aux_layers(fmt, target.num_layers)
         if None not in (fmt.geometry.vocab_size, target.vocab_size) and fmt.geometry.vocab_size != target.vocab_size:
-            where = "transformer_layer_config.vocab_size" if fmt.kind == "speculators" else "vocab_size"
+            where = {"speculators": "transformer_layer_config.", "eagle_wrapper": "model."}.get(fmt.kind, "") + "vocab_size"
             yield error(
                 "gate:geometry-vocab-size", f"{where} is {fmt.geometry.vocab_size}; the verifier's is {target.vocab_size}."
             )
@@ -230,11 +274,14 @@ def _hidden_size(ctx: Context) -> Iterator[Finding]:
         return
     draft = ctx.input.draft
     fc_file = draft.tensor_file("fc.weight") if draft else None
-    if draft and fc_file and fmt.algorithm == "eagle3":
+    # EAGLE-3's fc takes the aux layers' hidden states; EAGLE-1's the token's embedding and the last hidden state.
+    inputs = {"eagle3": len(fmt.aux_layer_ids or (0, 0, 0)), "eagle": 2}.get(fmt.algorithm or "")
+    if draft and fc_file and inputs:
         shape = draft.safetensors[fc_file]["fc.weight"].get("shape")
-        expected = len(fmt.aux_layer_ids or (0, 0, 0)) * target
-        if not isinstance(shape, list) or len(shape) != 2 or shape[1] != expected:
-            yield error("gate:geometry-weights", f"fc.weight has shape {shape}; the config implies [*, {expected}].")
+        if not isinstance(shape, list) or len(shape) != 2 or shape[1] != inputs * target:
+            yield error(
+                "gate:geometry-weights", f"fc.weight has shape {brief(shape)}; the config implies [*, {inputs * target}]."
+            )
 
 
 def _aux_layers(fmt: DraftFormat, layers: int | None) -> Iterator[Finding]:

@@ -23,6 +23,20 @@ SPECULATORS_METHOD = {
 # The raw EAGLE-3 format (SpecForge, the original EAGLE-3 code): architectures vLLM's model registry maps to an
 # EAGLE-3 head (vllm/model_executor/models/registry.py), served with "method": "eagle3".
 EAGLE3_ARCHITECTURES = frozenset({"LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "Eagle3Qwen3ForCausalLM"})
+# vLLM's legacy EAGLE wrapper (transformers_utils/configs/eagle.py, EAGLEConfig): model_type "eagle", the head's
+# own config under `model`; the wrapper's `method` (default "eagle") names the head vLLM builds, and it raises on others.
+EAGLE_WRAPPER_METHODS = frozenset({"eagle", "eagle3", "dflash"})
+# An EAGLE-1 head declares its base architecture X (LlamaForCausalLM); with method "eagle" vLLM wraps the config in
+# EAGLEConfig and builds Eagle{X}. These are the Eagle{X} its model registry has, for X a CAUSAL_LM_ARCHITECTURES entry.
+EAGLE1_ARCHITECTURES = frozenset({"EagleLlamaForCausalLM", "EagleMistralForCausalLM"})
+# The tensors EagleLlamaForCausalLM.load_weights (model_executor/models/llama_eagle.py) can place: it prefixes
+# "model." to every name, has no lm_head (the verifier's is shared), an fc without bias, and no input norm on
+# layer 0; any other name makes the load raise.
+EAGLE1_LLAMA_TENSOR = (
+    r"fc\.weight|embed_tokens\.weight"
+    r"|layers\.\d+\.(?:self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj|post_attention_layernorm)\.weight"
+    r"|layers\.(?!0\.)\d+\.input_layernorm\.weight"
+)
 # transformer_layer_config.model_type values vLLM maps to an EAGLE-3/PEAGLE architecture.
 EAGLE3_LAYER_MODEL_TYPES = frozenset({"llama", "qwen3"})
 

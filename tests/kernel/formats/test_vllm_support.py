@@ -10,7 +10,9 @@ import pytest
 from kernel.formats import describe_draft, judge, speculative_config
 from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
+    EAGLE1_ARCHITECTURES,
     EAGLE3_ARCHITECTURES,
+    EAGLE_WRAPPER_METHODS,
     METHODS,
     SPECULATORS_METHOD,
     SPECULATORS_TYPES,
@@ -52,8 +54,21 @@ def test_every_method_and_architecture_the_gate_accepts_exists_in_vllm():
     from vllm.model_executor.models.registry import _SPECULATIVE_DECODING_MODELS
 
     assert all("eagle3" in _SPECULATIVE_DECODING_MODELS[a][0] for a in EAGLE3_ARCHITECTURES)  # the raw format's heads
+    # An EAGLE-1 head on X is built as Eagle{X}: the gate's table is exactly the plain architectures that have one.
+    built = {f"Eagle{a}" for a in CAUSAL_LM_ARCHITECTURES if not a.startswith("Eagle")}
+    assert {a for a in built if a in _SPECULATIVE_DECODING_MODELS} == EAGLE1_ARCHITECTURES
     assert "MLPSpeculatorPreTrainedModel" not in registered  # why mlp_speculator is in UNSERVED_METHODS
     assert {"mlp_speculator"} == UNSERVED_METHODS
+
+
+def test_the_methods_the_legacy_eagle_wrapper_takes_are_vllms():
+    from vllm.transformers_utils.configs.eagle import EAGLEConfig
+
+    model = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "vocab_size": 128}
+    for method in EAGLE_WRAPPER_METHODS:
+        EAGLEConfig(model=model, method=method)
+    with pytest.raises(ValueError, match="Invalid method medusa"):
+        EAGLEConfig(model=model, method="medusa")
 
 
 @pytest.mark.parametrize("algorithm", sorted(SPECULATORS_TYPES))
