@@ -344,3 +344,46 @@ def _svg(parts: list[SafeString], title: str, name: str, *, height: float = HEIG
 
 def _n(value: float) -> str:
     return f"{value:.1f}"
+
+
+def live_acceptance(points: Sequence[Mapping[str, Any]], band: Sequence[float] | None) -> SafeString:
+    """Live AL over time, each stretch with its interval, against the certified band (shaded) and the collapse line."""
+    measured = [p for p in points if p["al"] is not None]
+    if not measured:
+        return mark_safe("")
+    title = "Live acceptance length against the certified band"
+    highs = [p["interval"][1] for p in measured if p["interval"]]
+    ticks = nice_ticks(max([*(p["al"] for p in measured), *highs, *(band or ()), 2.0]))
+    top = ticks[-1]
+    frame = Frame(left=60, top=36, right=WIDTH - 16, bottom=HEIGHT - 52)
+    first, last = measured[0]["end"].timestamp(), measured[-1]["end"].timestamp()
+
+    def x(point: Mapping[str, Any]) -> float:
+        span = last - first
+        return frame.left + frame.width / 2 if span <= 0 else frame.left + frame.width * (point["end"].timestamp() - first) / span
+
+    parts = [_head(title, "; ".join(f"{p['end']:%Y-%m-%d %H:%M} AL {p['al']:.2f} ({p['verdict']})" for p in measured))]
+    parts += _y_axis(frame, ticks, top, "acceptance length", fmt="{:g}")
+    if band:
+        low, high = frame.y(band[1], top), frame.y(band[0], top)
+        parts.append(
+            format_html(
+                '<rect class="band certified" x="{}" y="{}" width="{}" height="{}"><title>certified {} to {}</title></rect>',
+                frame.left, _n(low), _n(frame.width), _n(max(1.0, high - low)), f"{band[0]:.2f}", f"{band[1]:.2f}",
+            )
+        )  # fmt: skip
+    parts.append(_hline(frame, frame.y(1.2, top), "collapse"))
+    for point in measured:
+        if point["interval"]:
+            parts.append(format_html('<line class="whisker" x1="{0}" x2="{0}" y1="{1}" y2="{2}"></line>', _n(x(point)),
+                                     _n(frame.y(point["interval"][1], top)), _n(frame.y(point["interval"][0], top))))  # fmt: skip
+    line = " ".join(f"{x(p):.1f},{frame.y(p['al'], top):.1f}" for p in measured)
+    parts.append(format_html('<polyline class="line speedup" points="{}"></polyline>', line))
+    for point in measured:
+        parts.append(format_html('<circle class="point verdict-{}" cx="{}" cy="{}" r="3"><title>{}: AL {} ({})</title></circle>',
+                                 point["verdict"].replace(" ", "-"), _n(x(point)), _n(frame.y(point["al"], top)),
+                                 f"{point['end']:%Y-%m-%d %H:%M}", f"{point['al']:.2f}", point["verdict"]))  # fmt: skip
+    parts.append(_x_tick(frame.left, frame, f"{measured[0]['end']:%m-%d %H:%M}"))
+    parts.append(_x_tick(frame.right, frame, f"{measured[-1]['end']:%m-%d %H:%M}"))
+    parts.append(_x_title(frame, "time (UTC); shaded: the certified band; dashed: collapse (AL 1.2)"))
+    return _svg(parts, title, "live-acceptance")

@@ -7,6 +7,8 @@
   finished in the last SPECHUB_METRICS_WINDOW_HOURS.
 - `spechub_webhook_deliveries{state}`: webhook deliveries by outcome.
 - `spechub_engine_build_info{hardware, engine, version, worker}`: the engine build each worker reported.
+- `spechub_deployment_acceptance_length{deployment}`, `spechub_deployment_state{deployment, state}`: each
+  deployment's live AL and verdict against its certificate (registry/deployments/).
 
 The pipeline's figures come from the database and the broker when Prometheus scrapes, so every
 web process gives the same answer. Request histograms live in each process; with several gunicorn
@@ -38,7 +40,7 @@ from prometheus_client.registry import Collector
 
 from registry.celery import app, queue_names
 from registry.clients import behind_proxy
-from registry.models import CertificationRun, EngineBuild, WebhookDelivery
+from registry.models import CertificationRun, Deployment, EngineBuild, WebhookDelivery
 from registry.states import RunState
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class Pipeline(Collector):
         yield _queue_depths()
         yield _stage_seconds()
         yield _engine_builds()
+        yield from _deployments()
 
 
 def _counted(name: str, about: str, label: str, rows: object, field: str, every: list[str] | None = None) -> Metric:
@@ -123,6 +126,21 @@ def _stage_seconds() -> Metric:
     for stage, (count, total) in sorted(totals.items()):
         family.add_metric([stage], count_value=count, sum_value=total)
     return family
+
+
+def _deployments() -> Iterator[Metric]:
+    """Each deployment's live AL and verdict, so its owner's Prometheus can alert; labelled by id only, never by
+    the owner's names."""
+    al = GaugeMetricFamily("spechub_deployment_acceptance_length", "Live AL over the newest judgeable windows.",
+                           labels=["deployment"])  # fmt: skip
+    state = GaugeMetricFamily("spechub_deployment_state", "1 for the deployment's verdict against its certificate.",
+                              labels=["deployment", "state"])  # fmt: skip
+    for pk, verdict, live_al in Deployment.objects.exclude(state="").values_list("pk", "state", "live_al"):
+        if live_al is not None:
+            al.add_metric([str(pk)], live_al)
+        state.add_metric([str(pk), verdict], 1)
+    yield al
+    yield state
 
 
 def _engine_builds() -> Metric:

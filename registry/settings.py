@@ -357,3 +357,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+# Live acceptance (registry/deployments/, kernel/live.py): how many snapshots one push and one deployment's minute
+# may hold, and how long snapshots keep full resolution before they are thinned to one an hour.
+SPECHUB_LIVE_SNAPSHOTS_PER_PUSH = env_int("SPECHUB_LIVE_SNAPSHOTS_PER_PUSH", 100, minimum=1)
+SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE = env_int("SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE", 120, minimum=1)
+SPECHUB_LIVE_KEEP_DAYS = env_int("SPECHUB_LIVE_KEEP_DAYS", 7, minimum=1)

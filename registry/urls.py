@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from registry import views
+from registry.deployments import views as deployment_views
 from registry.logins import AdminSignInForm, SignInForm, ThrottledPasswordChange, ThrottledPasswordReset
 from registry.metrics import metrics
 from registry.traffic import views as traffic_views
@@ -28,6 +29,11 @@ urlpatterns = [
     path("workloads/<int:pk>/", traffic_views.workload_detail, name="workload"),
     path("workloads/<int:pk>/delete/", traffic_views.workload_remove, name="workload-delete"),
     path("workloads/<int:pk>/export.jsonl", traffic_views.workload_export, name="workload-export"),
+    path("deployments/", deployment_views.deployments, name="deployments"),
+    path("deployments/<int:pk>/", deployment_views.deployment_detail, name="deployment"),
+    path("deployments/<int:pk>/token/", deployment_views.deployment_token, name="deployment-token"),
+    path("deployments/<int:pk>/revoke/", deployment_views.deployment_revoke, name="deployment-revoke"),
+    path("deployments/<int:pk>/delete/", deployment_views.deployment_remove, name="deployment-delete"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/password_reset/", PasswordResetView.as_view(form_class=ThrottledPasswordReset), name="password_reset"),
     path("accounts/password_change/", PasswordChangeView.as_view(form_class=ThrottledPasswordChange), name="password_change"),

@@ -6,6 +6,7 @@
     spechub recommend --verifier org/model --concurrency 8
     spechub verify certificate.json [--public-key issuer.pem | --url URL]   # no server needed with a key
     spechub reproduce certificate.json --out reproduced.json     # verifies first; needs the engine installed
+    spechub watch --deployment 7 --metrics http://127.0.0.1:8000/metrics   # push a vLLM server's spec-decode counters
 
 The server comes from --url, SPECHUB_URL or the config file; the token from SPECHUB_TOKEN or the
 config file, sent only to the configured server (spechub.client). `verify` trusts the key it is
@@ -25,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spechub import keyring
+from spechub import keyring, watch
 from spechub.client import Client, SpecHubError
 
 LEVELS = {"failed": 0, "provisional": 1, "certified": 2}
@@ -78,6 +79,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                              "and pinned).")  # fmt: skip
         checked.add_argument("--issuer", help="With --public-key: the issuer the certificate must name (its server's URL).")
     reproduce.add_argument("--out", type=Path, required=True)
+    _watch_arguments(command("watch", "Push a vLLM server's spec-decode counters to a deployment you registered."))
     return parser.parse_args(argv)
 
 
@@ -88,6 +90,17 @@ def _pair_arguments(parser: argparse.ArgumentParser, *, draft_required: bool) ->
     parser.add_argument("--verifier-revision", default="main")
     parser.add_argument("--method", help="The vLLM method; by default what the draft's config says.")
     parser.add_argument("--k", type=int, help="num_speculative_tokens.")
+
+
+def _watch_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--deployment", type=int, required=True, metavar="N", help="The deployment's id on SpecHub.")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--metrics", metavar="URL", help="The vLLM server's Prometheus /metrics, scraped every --every seconds.")
+    source.add_argument("--once", type=Path, metavar="FILE",
+                        help="Push one snapshot from a saved /metrics, as of the file's modification time.")  # fmt: skip
+    parser.add_argument("--every", type=float, default=60.0, metavar="SECONDS", help="Seconds between scrapes (default 60).")
+    parser.add_argument("--count", type=int, metavar="M", help="Stop after this many scrapes (default: until Ctrl-C or SIGTERM).")
+    parser.add_argument("--token", help="The deployment's ingest token (default: SPECHUB_INGEST_TOKEN); not your API token.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,7 +275,8 @@ def compare(client: Client, args: argparse.Namespace) -> int:
     return 0 if recommendation and recommendation["pair"] else INVALID
 
 
-COMMANDS = {"gate": gate, "submit": submit, "runs": runs, "recommend": recommend, "upload": upload, "compare": compare}
+COMMANDS = {"gate": gate, "submit": submit, "runs": runs, "recommend": recommend, "upload": upload, "compare": compare,
+            "watch": watch.command}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,11 +17,14 @@ its keys.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,9 +38,10 @@ CONFIG = Path("~/.config/spechub/config.toml")
 class SpecHubError(Exception):
     """The server refused a request: its HTTP status, its error code and its message."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(f"{code}: {message} (HTTP {status})")
         self.status, self.code, self.message = status, code, message
+        self.retry_after = retry_after  # the seconds a 429 or 503 asked us to wait, when it said
 
 
 def config_file() -> Path:
@@ -113,6 +117,7 @@ class Client:
 
     def _request(self, method: str, path: str, *, auth: bool = False, **options: Any) -> httpx.Response:
         headers = {"Authorization": f"Token {self.token}"} if auth and self.token else {}
+        headers.update(options.pop("headers", None) or {})
         try:
             answer = httpx.request(method, f"{self.base_url}{path}", headers=headers, timeout=self.timeout, **options)
         except httpx.HTTPError as exc:
@@ -180,6 +185,13 @@ class Client:
         """The signed certificate file, byte for byte as issued."""
         return self._request("GET", f"/api/v1/certificates/{certificate_id}/download/", auth=True).content
 
+    def push_observations(self, deployment: int, snapshots: list[dict[str, Any]], *, ingest_token: str) -> dict[str, Any]:
+        """Push a deployment's counter snapshots (`spechub watch`) with its write-only ingest token, as a Bearer token;
+        the API token never goes with it."""
+        headers = {"Authorization": f"Bearer {ingest_token}"}
+        path = f"/api/v1/deployments/{deployment}/observations/"
+        return dict(self._json("POST", path, json={"snapshots": snapshots}, headers=headers))
+
     def wait(self, run_id: int, *, on_progress: Callable[[dict[str, Any]], None] | None = None, poll: float = 2.0,
              timeout: float = 3 * 3600) -> dict[str, Any]:  # fmt: skip
         """Poll a run until it reaches a final state; call `on_progress` with each answer. Return the final run."""
@@ -200,4 +212,20 @@ def _refusal(answer: httpx.Response) -> SpecHubError:
         error = answer.json().get("error") or {}
     except ValueError:
         error = {}
-    return SpecHubError(answer.status_code, str(error.get("code", "http")), str(error.get("message", answer.text[:300])))
+    return SpecHubError(answer.status_code, str(error.get("code", "http")), str(error.get("message", answer.text[:300])),
+                        retry_after=_seconds(answer.headers.get("Retry-After")))  # fmt: skip
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """Retry-After in seconds from now: a number of seconds or an HTTP date; None when absent or unreadable."""
+    if not retry_after:
+        return None
+    try:
+        seconds = float(retry_after)
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    except ValueError:
+        pass
+    try:
+        return max(0.0, (parsedate_to_datetime(retry_after) - datetime.now(UTC)).total_seconds())
+    except (TypeError, ValueError):
+        return None

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from registry.api import views
+from registry.deployments import api as deployments_api
 from registry.traffic import api as traffic_api
 
 urlpatterns = [
@@ -27,6 +28,10 @@ urlpatterns = [
     path("workloads/<int:pk>/runs/", traffic_api.WorkloadCertify.as_view(), name="api-workload-runs"),
     path("workloads/<int:pk>/report/", traffic_api.WorkloadReport.as_view(), name="api-workload-report"),
     path("workloads/<int:pk>/export/", traffic_api.WorkloadExport.as_view(), name="api-workload-export"),
+    path("deployments/", deployments_api.DeploymentList.as_view(), name="api-deployments"),
+    path("deployments/<int:pk>/", deployments_api.DeploymentDetail.as_view(), name="api-deployment"),
+    path("deployments/<int:pk>/token/", deployments_api.DeploymentToken.as_view(), name="api-deployment-token"),
+    path("deployments/<int:pk>/observations/", deployments_api.Observations.as_view(), name="api-deployment-observations"),
     path("webhooks/", views.Webhooks.as_view(), name="api-webhooks"),
     path("webhooks/<int:pk>/", views.WebhookDelete.as_view(), name="api-webhook"),
 ]

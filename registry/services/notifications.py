@@ -39,6 +39,14 @@ def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: Ma
     if owner is None:
         return []
     body = {"event": event.value, "subject": subject, "pair": pair.pk, "url": pair_public_url(pair=pair), "data": data}
+    created = owner_event_notify(owner=owner, event=event, subject=subject, body=body)
+    if created and event in _EMAILED and owner.email:
+        _email_queue(owner.email, event, pair)
+    return created
+
+
+def owner_event_notify(*, owner: Any, event: WebhookEvent, subject: str, body: Mapping[str, object]) -> list[WebhookDelivery]:
+    """Queue one delivery of `body` per endpoint of `owner` subscribed to `event`; the same subject again, none."""
     created = []
     for endpoint in WebhookEndpoint.objects.filter(owner=owner, active=True):
         if endpoint.events and event.value not in endpoint.events:
@@ -51,8 +59,6 @@ def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: Ma
         if new:
             created.append(delivery)
             task_send_on_commit("registry.deliver_webhook", delivery.pk)
-    if created and event in _EMAILED and owner.email:
-        _email_queue(owner.email, event, pair)
     return created
 
 

@@ -39,6 +39,7 @@ def schedules_install() -> list[str]:
             {"interval": _interval(settings.SPECHUB_ENGINE_CHECK_SECONDS)},
         ),
         "spechub: certificate expiry sweep": ("registry.sweep_expiring_certificates", {"crontab": nightly}),
+        "spechub: thin old live snapshots": ("registry.thin_live_snapshots", {"crontab": nightly}),
     }
     if settings.SPECHUB_IMPORT_REPOS or settings.SPECHUB_IMPORT_COLLECTION:
         tasks["spechub: import from the Hub"] = (

@@ -112,3 +112,11 @@ def report_engine_build(sender: Any, **_: Any) -> None:
             logger.exception("could not report %s %s on %s", engine, version, queue)
         else:
             logger.info("reported %s %s on %s", engine, version, queue)
+
+
+@app.task(name="registry.thin_live_snapshots")
+def thin_live_snapshots() -> int:
+    """Thin deployments' snapshots past SPECHUB_LIVE_KEEP_DAYS to one an hour; their windows still sum the same."""
+    from registry.deployments.services import snapshots_thin
+
+    return snapshots_thin()

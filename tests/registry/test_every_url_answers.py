@@ -21,7 +21,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from registry.models import Certificate, CertificationRun, EngineQualification, Pair, WebhookEndpoint, Workload
+from registry.deployments.services import deployment_create
+from registry.models import Certificate, CertificationRun, Deployment, EngineQualification, Pair, WebhookEndpoint, Workload
 from registry.services.demo import demo_catalog_load
 from registry.services.notifications import webhook_endpoint_create
 from registry.services.qualifications import qualification_record
@@ -35,6 +36,7 @@ pytestmark = [pytest.mark.both_databases, pytest.mark.django_db]
 USERS = ("anonymous", "signed-in", "staff")
 # A pk parameter names its object by the route's name; the first word found wins.
 OBJECTS: dict[str, type[Any]] = {
+    "deployment": Deployment,
     "certificate": Certificate,
     "workload": Workload,
     "webhook": WebhookEndpoint,
@@ -83,6 +85,7 @@ def _fill() -> None:
     request = {"messages": [{"role": "user", "content": "Is the tree small?"}], "max_tokens": 16}
     workload_create(owner=owner, name="mine", verifier_repo_id=pairs[0].verifier.repo_id, chunks=[json.dumps(request).encode()])
     webhook_endpoint_create(owner=owner, url="http://127.0.0.1:9/hook", events=[])
+    deployment_create(owner=owner, name="prod-eu-1", pair=pairs[0])
 
 
 def arguments(name: str, parameters: list[str]) -> dict[str, Any]:

@@ -1,0 +1,215 @@
+"""The API of deployments: register, read, delete, the ingest token, the watcher's observations, the live windows.
+
+A deployment is its owner's (and staff's): anyone else gets a 404 on every endpoint. The observations endpoint takes
+only the deployment's ingest token (`Authorization: Bearer shd_...`), which can push and do nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, status
+from rest_framework.exceptions import AuthenticationFailed, Throttled
+from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from kernel import live
+from registry.deployments import selectors, services
+from registry.models import Certificate, Deployment, LiveSnapshot, Pair, Workload
+
+
+class DeploymentOut(serializers.ModelSerializer[Deployment]):
+    certified = serializers.SerializerMethodField()
+    token_revoked = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Deployment
+        fields = ["id", "name", "pair", "certificate", "workload", "state", "state_reason", "state_changed_at", "live_al",
+                  "token_hint", "token_revoked", "certified", "created_at"]  # fmt: skip
+
+    def get_certified(self, deployment: Deployment) -> dict[str, Any] | None:
+        """The band live AL is held to (the certified AL's 95 % interval), the k and the engine build certified."""
+        found = selectors.certified_for(deployment=deployment)
+        if found is None:
+            return None
+        return {"band": list(found.band), "k": found.k, "engine_version": found.engine_version}
+
+    def get_token_revoked(self, deployment: Deployment) -> bool:
+        return not deployment.token_hash
+
+
+class DeploymentIn(serializers.Serializer[Any]):
+    name = serializers.CharField(max_length=100)
+    pair = serializers.IntegerField(help_text="The pair the deployment serves.")
+    certificate = serializers.IntegerField(required=False, allow_null=True, help_text="Its certificate, if not the latest run.")
+    workload = serializers.IntegerField(required=False, allow_null=True, help_text="Your workload it was certified on.")
+
+
+class SnapshotIn(serializers.Serializer[Any]):
+    read_at = serializers.FloatField(help_text="When the counters were read, seconds since the epoch.")
+    drafts = serializers.IntegerField(min_value=0, help_text="vllm:spec_decode_num_drafts, cumulative.")
+    draft_tokens = serializers.IntegerField(min_value=0)
+    accepted = serializers.IntegerField(min_value=0)
+    per_position = serializers.ListField(child=serializers.IntegerField(min_value=0), max_length=live.MAX_POSITIONS)
+    requests = serializers.IntegerField(min_value=0, help_text="vllm:request_success, summed over its labels.")
+    started_at = serializers.FloatField(required=False, allow_null=True, help_text="process_start_time_seconds.")
+    engine_version = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    k = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=live.MAX_POSITIONS)
+
+
+class ObservationsIn(serializers.Serializer[Any]):
+    snapshots = SnapshotIn(many=True, allow_empty=False)
+
+
+class DeploymentList(APIView):
+    """GET: your deployments. POST: register one; the answer carries its ingest token, shown this once."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=DeploymentOut(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(DeploymentOut(selectors.deployments_of(user=request.user)[:200], many=True).data)
+
+    @extend_schema(request=DeploymentIn, responses={201: DeploymentOut})
+    def post(self, request: Request) -> Response:
+        given = DeploymentIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        deployment, token = services.deployment_create(
+            owner=request.user, name=data["name"], pair=_pair(data["pair"]),
+            certificate=_certificate(data.get("certificate")), workload=_workload(request, data.get("workload")),
+        )  # fmt: skip
+        return Response({**DeploymentOut(deployment).data, "ingest_token": token}, status=status.HTTP_201_CREATED)
+
+
+def _pair(pk: int) -> Pair:
+    found = Pair.objects.select_related("verifier").filter(pk=pk).first()
+    if found is None:
+        raise DRFValidationError({"pair": f"No pair {pk} in the catalog."})
+    return found
+
+
+def _certificate(pk: int | None) -> Certificate | None:
+    if pk is None:
+        return None
+    found = Certificate.objects.select_related("run").filter(pk=pk, run__workload__isnull=True).first()
+    if found is None:
+        raise DRFValidationError({"certificate": f"No public certificate {pk}."})
+    return found
+
+
+def _workload(request: Request, pk: int | None) -> Workload | None:
+    if pk is None:
+        return None
+    found = Workload.objects.filter(pk=pk, owner_id=request.user.pk, deleted_at__isnull=True).first()
+    if found is None:
+        raise DRFValidationError({"workload": f"No workload {pk} of yours."})
+    return found
+
+
+class DeploymentDetail(APIView):
+    """GET: one of your deployments. DELETE: remove it and its observations."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses=DeploymentOut)
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(DeploymentOut(selectors.deployment_for(user=request.user, pk=pk)).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, pk: int) -> Response:
+        services.deployment_delete(deployment=selectors.deployment_for(user=request.user, pk=pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DeploymentToken(APIView):
+    """POST: a new ingest token (the old one stops working), shown this once. DELETE: revoke the token."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={201: dict[str, str]})
+    def post(self, request: Request, pk: int) -> Response:
+        token = services.deployment_token_issue(deployment=selectors.deployment_for(user=request.user, pk=pk))
+        return Response({"ingest_token": token}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=DeploymentOut)
+    def delete(self, request: Request, pk: int) -> Response:
+        deployment = services.deployment_token_revoke(deployment=selectors.deployment_for(user=request.user, pk=pk))
+        return Response(DeploymentOut(deployment).data)
+
+
+class Observations(APIView):
+    """POST (the watcher, with the ingest token): counter snapshots as read. GET (the owner): the live windows."""
+
+    def get_permissions(self) -> list[Any]:
+        return [permissions.AllowAny()] if self.request.method == "POST" else [permissions.IsAuthenticated()]
+
+    def get_authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="spechub ingest"'
+
+    @extend_schema(request=ObservationsIn, responses={201: dict[str, Any]})
+    def post(self, request: Request, pk: int) -> Response:
+        deployment = _by_token(request, pk)
+        given = ObservationsIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        snapshots = [_snapshot(s) for s in given.validated_data["snapshots"]]
+        _within_limits(deployment, len(snapshots))
+        try:
+            ingested = services.observations_ingest(deployment=deployment, snapshots=snapshots)
+        except services.IngestRefused as refused:
+            error = {"code": refused.code, "message": refused.message, "details": refused.details}
+            return Response({"error": error}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+        return Response({"stored": ingested.stored, "state": ingested.state, "reason": ingested.reason,
+                         "live_al": ingested.live_al}, status=status.HTTP_201_CREATED)  # fmt: skip
+
+    @extend_schema(responses=dict[str, Any])
+    def get(self, request: Request, pk: int) -> Response:
+        deployment = selectors.deployment_for(user=request.user, pk=pk)
+        days = _days(request.query_params.get("days"))
+        points = selectors.timeline(deployment=deployment, since=timezone.now() - timedelta(days=days))
+        return Response({"deployment": DeploymentOut(deployment).data, "days": days, "windows": points})
+
+
+def _by_token(request: Request, pk: int) -> Deployment:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.startswith(services.TOKEN_PREFIX):
+        raise AuthenticationFailed("Send the deployment's ingest token: `Authorization: Bearer shd_...`.", code="ingest-token")
+    found = Deployment.objects.select_related("pair").filter(pk=pk, token_hash=services.token_digest(token.strip())).first()
+    if found is None:
+        raise AuthenticationFailed("This ingest token is not valid for this deployment: it was revoked or replaced. "
+                                   "Issue a new one on the deployment's page.", code="ingest-token")  # fmt: skip
+    return found
+
+
+def _snapshot(data: dict[str, Any]) -> live.Snapshot:
+    return live.Snapshot(data["read_at"], data["drafts"], data["draft_tokens"], data["accepted"], tuple(data["per_position"]),
+                         data["requests"], data.get("started_at"), data.get("engine_version") or None, data.get("k"))  # fmt: skip
+
+
+def _within_limits(deployment: Deployment, count: int) -> None:
+    """At most SPECHUB_LIVE_SNAPSHOTS_PER_PUSH in one push, and SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE a deployment."""
+    if count > settings.SPECHUB_LIVE_SNAPSHOTS_PER_PUSH:
+        raise DRFValidationError({"snapshots": f"{count} snapshots in one push; send at most "
+                                               f"{settings.SPECHUB_LIVE_SNAPSHOTS_PER_PUSH}."})  # fmt: skip
+    recent = LiveSnapshot.objects.filter(deployment=deployment, received_at__gte=timezone.now() - timedelta(minutes=1)).count()
+    if recent + count > settings.SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE:
+        raise Throttled(wait=60, detail=f"At most {settings.SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE} snapshots a minute for one "
+                                        "deployment: push less often (spechub watch --every 60).")  # fmt: skip
+
+
+def _days(given: str | None) -> int:
+    try:
+        days = float(given or 7)
+    except ValueError:
+        raise DRFValidationError({"days": "Give a number of days, e.g. 7."}) from None
+    if not math.isfinite(days) or not 1 <= days <= 366:
+        raise DRFValidationError({"days": "Days run from 1 to 366."})
+    return int(days)

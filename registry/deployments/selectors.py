@@ -1,0 +1,138 @@
+"""Reads for deployments: whose they are, what they claim to run as certified, and their live windows over time."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
+from django.http import Http404
+
+from kernel import live, result
+from registry.models import CertificationRun, Deployment, LiveSnapshot
+from registry.selectors import run_document
+from registry.states import RunState
+
+# Looking back from the newest window for enough steps and requests to judge, no further than this.
+JUDGE_SPAN_SECONDS = 3600
+
+
+def deployments_of(*, user: Any) -> QuerySet[Deployment]:
+    """The user's deployments (every one for staff)."""
+    rows = Deployment.objects.select_related("pair__verifier", "pair__draft", "certificate", "workload")
+    return rows if getattr(user, "is_staff", False) else rows.filter(owner=user)
+
+
+def deployment_for(*, user: Any, pk: int) -> Deployment:
+    """The user's deployment `pk`; anyone else's, or none, is a 404 (never a 403 that confirms it exists)."""
+    found = deployments_of(user=user).filter(pk=pk).first() if getattr(user, "is_authenticated", False) else None
+    if found is None:
+        raise Http404("No such deployment.")
+    return found
+
+
+def certified_run(*, deployment: Deployment) -> CertificationRun | None:
+    """The run the deployment is held to: its certificate's, else the pair's latest finished run on its workload
+    (or on the public suite)."""
+    if deployment.certificate_id is not None and deployment.certificate is not None:
+        return deployment.certificate.run
+    runs = CertificationRun.objects.filter(pair=deployment.pair, state=RunState.FINISHED)
+    runs = runs.filter(workload=deployment.workload) if deployment.workload_id else runs.filter(workload__isnull=True)
+    return runs.order_by("-finished_at", "-id").first()
+
+
+def certified_for(*, deployment: Deployment) -> live.Certified | None:
+    """The certified band (AL's interval over the suite's, or the workload's, prompts), k and engine build."""
+    run = certified_run(deployment=deployment)
+    acceptance = result.acceptance(run_document(run))
+    if run is None or not acceptance or acceptance.get("mean_acceptance_length") is None:
+        return None
+    al = float(acceptance["mean_acceptance_length"] or 1.0)
+    low, high = acceptance.get("mean_acceptance_length_interval") or (al, al)
+    return live.Certified(band=(low, high), k=deployment.pair.num_speculative_tokens, engine_version=run.engine_version or None)
+
+
+def latest_snapshot(*, deployment: Deployment) -> LiveSnapshot | None:
+    return LiveSnapshot.objects.filter(deployment=deployment).order_by("-read_at", "-id").first()
+
+
+def as_snapshot(row: LiveSnapshot) -> live.Snapshot:
+    return live.Snapshot(row.read_at.timestamp(), row.drafts, row.draft_tokens, row.accepted, tuple(row.per_position),
+                         row.requests, row.started_at, row.engine_version or None, len(row.per_position) or None)  # fmt: skip
+
+
+def trailing_counts(*, deployment: Deployment) -> live.Counts:
+    """The newest windows, summed back until there are enough steps and requests to judge (or the span ends)."""
+    newest = latest_snapshot(deployment=deployment)
+    if newest is None:
+        return live.Counts()
+    rows = LiveSnapshot.objects.filter(deployment=deployment, read_epoch__gte=newest.read_epoch - JUDGE_SPAN_SECONDS)
+    total = live.Counts()
+    fields = ("w_drafts", "w_accepted", "w_requests", "w_per_position")
+    for drafts, accepted, requests, positions in rows.order_by("-read_epoch", "-id").values_list(*fields)[:1000]:
+        total = total + live.Counts(drafts, 0, accepted, tuple(positions), requests)
+        if total.drafts >= live.MIN_DRAFTS and total.requests >= live.MIN_REQUESTS:
+            break
+    return total
+
+
+class Point(TypedDict):
+    """One stretch of the timeline: the windows that ended in it, summed, and their verdict."""
+
+    start: datetime
+    end: datetime
+    drafts: int
+    requests: int
+    al: float | None
+    interval: list[float]
+    verdict: str
+    reason: str
+    restarts: int
+
+
+def timeline(*, deployment: Deployment, since: datetime, points: int = 120) -> list[Point]:
+    """The windows since `since`, summed into at most `points` stretches of equal width (one aggregate query, so a
+    year of stored windows reads as fast as a day)."""
+    rows = LiveSnapshot.objects.filter(deployment=deployment, read_epoch__gte=int(since.timestamp()))
+    span = rows.aggregate(first=Min("read_epoch"), last=Max("read_epoch"))
+    if span["first"] is None:
+        return []
+    width = max(60, math.ceil((span["last"] - span["first"] + 1) / points))
+    buckets = (
+        rows.annotate(bucket=(F("read_epoch") - span["first"]) / width)
+        .values("bucket")
+        .annotate(
+            drafts=Sum("w_drafts"),
+            accepted=Sum("w_accepted"),
+            second=Sum("w_second"),
+            requests=Sum("w_requests"),
+            start=Min("read_epoch"),
+            end=Max("read_epoch"),
+            restarts=Count("id", filter=Q(w_reset=True)),
+        )
+        .order_by("bucket")
+    )
+    certified = certified_for(deployment=deployment)
+    return [_point(bucket, certified) for bucket in buckets]
+
+
+def _point(bucket: Mapping[str, Any], certified: live.Certified | None) -> Point:
+    counts = live.Counts(bucket["drafts"], 0, bucket["accepted"], (), bucket["requests"], bucket["second"])
+    interval = live.al_interval(counts)
+    if certified is None:
+        verdict, reason = "not certified", "no finished certification of the pair to hold it to"
+    else:
+        verdict, reason = live.judge(counts, certified, k=None, engine_version=None)
+    return {
+        "start": datetime.fromtimestamp(bucket["start"], UTC),
+        "end": datetime.fromtimestamp(bucket["end"], UTC),
+        "drafts": counts.drafts,
+        "requests": counts.requests,
+        "al": live.acceptance_length(counts),
+        "interval": list(interval) if interval else [],
+        "verdict": verdict,
+        "reason": reason,
+        "restarts": bucket["restarts"],
+    }

@@ -1,0 +1,237 @@
+"""Writes for deployments: register one, its ingest token, the observations its watcher pushes, the verdict on
+them and a deployment.drift event when it changes, and the thinning of old observations."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from kernel import live
+from registry.deployments.selectors import as_snapshot, certified_for, latest_snapshot, trailing_counts
+from registry.models import Certificate, Deployment, LiveSnapshot, Pair, WebhookEvent, Workload
+from registry.services.notifications import owner_event_notify
+
+TOKEN_PREFIX = "shd_"  # noqa: S105  # the format's prefix, not a secret
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def deployment_create(
+    *, owner: Any, name: str, pair: Pair, certificate: Certificate | None = None, workload: Workload | None = None
+) -> tuple[Deployment, str]:
+    """Register a deployment of `pair` and issue its ingest token, returned here once and never again."""
+    if certificate is not None and certificate.pair_id != pair.pk:
+        raise ValidationError(
+            {"certificate": f"Certificate {certificate.pk} is pair {certificate.pair_id}'s, not pair {pair.pk}'s."}
+        )
+    if workload is not None and (workload.owner_id != owner.pk or workload.verifier_id != pair.verifier_id):
+        raise ValidationError({"workload": f"Workload {workload.pk} is not one of yours for {pair.verifier.repo_id}."})
+    if not name.strip():
+        raise ValidationError({"name": "Name the deployment, e.g. prod-eu-1."})
+    with transaction.atomic():
+        deployment = Deployment.objects.create(
+            owner=owner, name=name.strip(), pair=pair, certificate=certificate, workload=workload
+        )
+        token = deployment_token_issue(deployment=deployment)
+    return deployment, token
+
+
+def deployment_token_issue(*, deployment: Deployment) -> str:
+    """A new ingest token (the old one stops working); only its SHA-256 is kept."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    deployment.token_hash, deployment.token_hint, deployment.token_revoked_at = token_digest(token), token[:10], None
+    deployment.save(update_fields=["token_hash", "token_hint", "token_revoked_at"])
+    return token
+
+
+def deployment_token_revoke(*, deployment: Deployment) -> Deployment:
+    deployment.token_hash, deployment.token_revoked_at = "", timezone.now()
+    deployment.save(update_fields=["token_hash", "token_revoked_at"])
+    return deployment
+
+
+def deployment_delete(*, deployment: Deployment) -> None:
+    deployment.delete()
+
+
+class IngestRefused(Exception):
+    """The push was refused as a whole: nothing of it was stored."""
+
+    def __init__(self, code: str, message: str, details: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.details = code, message, details or {}
+
+
+@dataclass(frozen=True)
+class Ingested:
+    stored: int
+    state: str
+    reason: str
+    live_al: float | None
+
+
+def observations_ingest(*, deployment: Deployment, snapshots: Sequence[live.Snapshot]) -> Ingested:
+    """Store the snapshots and the windows they close, then judge the newest windows; all or nothing.
+
+    A snapshot equal to one already stored (a retried push) is skipped; one that contradicts it is refused."""
+    with transaction.atomic():
+        locked = Deployment.objects.select_for_update().get(pk=deployment.pk)
+        rows = _rows(locked, snapshots)
+        LiveSnapshot.objects.bulk_create(rows)
+        _judge(locked)
+    return Ingested(len(rows), locked.state, locked.state_reason, locked.live_al)
+
+
+def _rows(deployment: Deployment, snapshots: Sequence[live.Snapshot]) -> list[LiveSnapshot]:
+    last = latest_snapshot(deployment=deployment)
+    previous = as_snapshot(last) if last is not None else None
+    rows = []
+    for index, snapshot in enumerate(sorted(snapshots, key=lambda s: s.read_at)):
+        try:
+            live.check(snapshot)
+            if previous is not None and _same_time(previous, snapshot):
+                if _values(previous) != _values(snapshot):
+                    raise live.Refused(
+                        "live:conflict", f"a snapshot read at {snapshot.read_at} is already stored with other counts."
+                    )
+                continue
+            window = live.window(previous, snapshot) if previous is not None else None
+        except live.Refused as refused:
+            raise IngestRefused(refused.code, refused.message, {"snapshot": index, "read_at": snapshot.read_at}) from None
+        rows.append(_row(deployment, snapshot, window))
+        previous = snapshot
+    return rows
+
+
+def _same_time(a: live.Snapshot, b: live.Snapshot) -> bool:
+    return round(a.read_at, 6) == round(b.read_at, 6)
+
+
+def _values(s: live.Snapshot) -> tuple[object, ...]:
+    return (s.drafts, s.draft_tokens, s.accepted, tuple(s.per_position), s.requests)
+
+
+def _row(deployment: Deployment, snapshot: live.Snapshot, window: live.Window | None) -> LiveSnapshot:
+    counts = window.counts if window is not None else live.Counts()
+    return LiveSnapshot(
+        deployment=deployment,
+        read_at=datetime.fromtimestamp(snapshot.read_at, UTC),
+        read_epoch=int(snapshot.read_at),
+        drafts=snapshot.drafts,
+        draft_tokens=snapshot.draft_tokens,
+        accepted=snapshot.accepted,
+        per_position=list(snapshot.per_position),
+        requests=snapshot.requests,
+        started_at=snapshot.started_at,
+        engine_version=(snapshot.engine_version or "")[:64],
+        w_drafts=counts.drafts,
+        w_accepted=counts.accepted,
+        w_second=counts.squares or 0,
+        w_requests=counts.requests,
+        w_per_position=list(counts.per_position),
+        w_reset=window is not None and window.reset,
+    )
+
+
+def _judge(deployment: Deployment) -> None:
+    """The verdict on the newest windows; a change of judgeable state is one deployment.drift event."""
+    certified = certified_for(deployment=deployment)
+    newest = latest_snapshot(deployment=deployment)
+    if certified is None or newest is None:
+        return
+    counts = trailing_counts(deployment=deployment)
+    k = len(newest.per_position) or None
+    verdict, reason = live.judge(counts, certified, k=k, engine_version=newest.engine_version or None)
+    if verdict == live.TOO_SMALL:
+        if not deployment.state:
+            deployment.state_reason = reason
+            deployment.save(update_fields=["state_reason"])
+        return
+    before = deployment.state
+    deployment.state_reason, deployment.live_al = reason, live.acceptance_length(counts)
+    if verdict == before:
+        deployment.save(update_fields=["state_reason", "live_al"])
+        return
+    deployment.state, deployment.state_changed_at, deployment.state_changes = (
+        verdict,
+        timezone.now(),
+        deployment.state_changes + 1,
+    )
+    deployment.save(update_fields=["state", "state_reason", "live_al", "state_changed_at", "state_changes"])
+    if before or verdict != live.WITHIN:  # the first judgement "within" is no drift
+        _drift_notify(deployment, before, certified)
+
+
+def _drift_notify(deployment: Deployment, before: str, certified: live.Certified) -> None:
+    body = {
+        "event": WebhookEvent.DRIFT.value,
+        "subject": f"deployment-{deployment.pk}-change-{deployment.state_changes}",
+        "deployment": deployment.pk,
+        "pair": deployment.pair_id,
+        "url": f"{settings.SPECHUB_PUBLIC_URL.rstrip('/')}/deployments/{deployment.pk}/",
+        "data": {
+            "from": before or None,
+            "to": deployment.state,
+            "reason": deployment.state_reason,
+            "live_al": deployment.live_al,
+            "certified_band": list(certified.band),
+        },
+    }
+    owner_event_notify(owner=deployment.owner, event=WebhookEvent.DRIFT, subject=str(body["subject"]), body=body)
+
+
+def snapshots_thin(*, now: datetime | None = None) -> int:
+    """Keep one snapshot an hour (the hour's last) of those older than SPECHUB_LIVE_KEEP_DAYS, and every snapshot a
+    restart follows; each removed snapshot's window is added into the next kept one, so windows still sum to the
+    same counts. Return how many were removed."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.SPECHUB_LIVE_KEEP_DAYS)
+    removed = 0
+    for deployment_id in LiveSnapshot.objects.filter(read_at__lt=cutoff).values_list("deployment", flat=True).distinct():
+        with transaction.atomic():
+            removed += _thin(deployment_id, cutoff)
+    return removed
+
+
+def _thin(deployment_id: int, cutoff: datetime) -> int:
+    rows = list(
+        LiveSnapshot.objects.select_for_update().filter(deployment_id=deployment_id, read_at__lt=cutoff).order_by("read_at")
+    )
+    following = LiveSnapshot.objects.filter(deployment_id=deployment_id, read_at__gte=cutoff).order_by("read_at").first()
+    gone: list[int] = []
+    carried: list[LiveSnapshot] = []  # removed since the last kept snapshot: their windows go into the next kept one
+    for row, after in zip(rows, [*rows[1:], following], strict=True):
+        if after is not None and after.read_epoch // 3600 == row.read_epoch // 3600 and not after.w_reset:
+            gone.append(row.pk)
+            carried.append(row)
+            continue
+        _absorb(row, carried)
+        carried = []
+    if following is not None:
+        _absorb(following, carried)
+    LiveSnapshot.objects.filter(pk__in=gone).delete()
+    return len(gone)
+
+
+def _window(row: LiveSnapshot) -> live.Counts:
+    return live.Counts(row.w_drafts, 0, row.w_accepted, tuple(row.w_per_position), row.w_requests, row.w_second)
+
+
+def _absorb(row: LiveSnapshot, carried: Sequence[LiveSnapshot]) -> None:
+    if not carried:
+        return
+    total = sum((_window(r) for r in carried), _window(row))
+    row.w_drafts, row.w_accepted, row.w_requests = total.drafts, total.accepted, total.requests
+    row.w_second, row.w_per_position = total.squares or 0, list(total.per_position)
+    row.w_reset = row.w_reset or any(r.w_reset for r in carried)
+    row.save(update_fields=["w_drafts", "w_accepted", "w_requests", "w_second", "w_per_position", "w_reset"])

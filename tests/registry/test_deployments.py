@@ -1,0 +1,233 @@
+"""Deployments held to their certificates: registration, the ingest token, observations, verdicts, drift events,
+privacy, hostile input, thinning, gauges and pages (kernel/live.py has the arithmetic's own tests)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+
+from registry.deployments import services
+from registry.models import Deployment, LiveSnapshot, WebhookDelivery, WebhookEndpoint
+from registry.states import RunState
+from tests.support.factories import PairFactory, RunFactory
+
+pytestmark = pytest.mark.django_db
+
+NOW = timezone.now().timestamp()
+
+
+@pytest.fixture
+def owner(db: Any) -> User:
+    return User.objects.create_user("owner", password="pw")
+
+
+@pytest.fixture
+def stranger(db: Any) -> User:
+    return User.objects.create_user("stranger", password="pw")
+
+
+def client_of(user: User | None) -> Client:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def pair(db: Any) -> Any:
+    """A pair certified at k = 4 on vLLM 0.32.0, AL 3.4 with the interval [3.2, 3.6] over its prompts."""
+    found = PairFactory.create()
+    acceptance = {"mean_acceptance_length": 3.4, "mean_acceptance_length_interval": [3.2, 3.6], "per_position": []}
+    document = {"schema_version": 3, "stages": {"speculative": {"acceptance": acceptance}}}
+    RunFactory.create(pair=found, state=RunState.FINISHED, finished_at=timezone.now(), result=document, engine_version="0.32.0")
+    return found
+
+
+@pytest.fixture
+def registered(owner: User, pair: Any) -> tuple[Deployment, str]:
+    answer = client_of(owner).post(
+        "/api/v1/deployments/", {"name": "prod-eu-1", "pair": pair.pk}, content_type="application/json"
+    )
+    assert answer.status_code == 201, answer.content
+    body = answer.json()
+    assert body["certified"] == {"band": [3.2, 3.6], "k": 4, "engine_version": "0.32.0"} and body["state"] == ""
+    return Deployment.objects.get(pk=body["id"]), body["ingest_token"]
+
+
+class Server:
+    """A vLLM server drafting 4 a step, its counters cumulative as /metrics gives them."""
+
+    def __init__(self, started_at: float = 1000.0) -> None:
+        self.started_at = started_at
+        self.drafts, self.accepted, self.requests, self.positions = 0, 0, 0, [0, 0, 0, 0]
+
+    def serve(self, at: float, steps: int, per_step: float, requests: int, **given: Any) -> dict[str, Any]:
+        """Count `steps` drafting steps accepting `per_step` tokens each on average, over `requests` requests."""
+        accepted = round(steps * per_step)
+        share = [min(steps, round(accepted * s)) for s in (0.4, 0.3, 0.2, 0.1)]
+        share[0] += accepted - sum(share)
+        self.drafts, self.accepted, self.requests = self.drafts + steps, self.accepted + accepted, self.requests + requests
+        self.positions = [a + b for a, b in zip(self.positions, share, strict=True)]
+        return {"read_at": at, "drafts": self.drafts, "draft_tokens": 4 * self.drafts, "accepted": self.accepted,
+                "per_position": list(self.positions), "requests": self.requests, "started_at": self.started_at,
+                "engine_version": "0.32.0", "k": 4, **given}  # fmt: skip
+
+
+def push(deployment: Deployment, token: str, *snapshots: dict[str, Any], raw: str | None = None) -> Any:
+    body = raw if raw is not None else json.dumps({"snapshots": list(snapshots)})
+    return Client().post(f"/api/v1/deployments/{deployment.pk}/observations/", body, content_type="application/json",
+                         headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+
+
+def test_the_live_al_is_the_servers_own_over_the_window_and_within_the_band(registered):
+    deployment, token = registered
+    server = Server()
+    first = push(deployment, token, server.serve(NOW - 120, 1000, 2.4, 40))
+    assert first.status_code == 201 and first.json()["stored"] == 1 and first.json()["state"] == ""
+    second = push(deployment, token, server.serve(NOW - 60, 2000, 2.4, 80))
+    assert second.status_code == 201, second.content
+    stored = list(LiveSnapshot.objects.filter(deployment=deployment))
+    accepted = stored[1].accepted - stored[0].accepted
+    assert second.json()["live_al"] == pytest.approx(1 + accepted / 2000) and second.json()["state"] == "within"
+    assert stored[1].w_drafts == 2000 and stored[1].w_requests == 80
+
+
+def test_traffic_below_the_band_is_reported_below_and_one_drift_event_is_queued_per_change(registered, owner):
+    deployment, token = registered
+    WebhookEndpoint.objects.create(owner=owner, url="http://127.0.0.1:9/hook", events=["deployment.drift"], secret="s" * 64)
+    server = Server()
+    ok = push(deployment, token, server.serve(NOW - 300, 1000, 2.4, 40), server.serve(NOW - 240, 2000, 2.4, 80))
+    assert ok.status_code == 201 and ok.json()["state"] == "within", ok.content
+    assert WebhookDelivery.objects.count() == 0  # the first verdict, within, is no drift
+    assert push(deployment, token, server.serve(NOW - 180, 2000, 0.9, 80)).status_code == 201
+    deployment.refresh_from_db()
+    assert deployment.state == "below" and "wholly below the certified [3.20, 3.60]" in deployment.state_reason
+    push(deployment, token, server.serve(NOW - 120, 2000, 0.9, 80))  # still below: no second event
+    deliveries = list(WebhookDelivery.objects.all())
+    assert len(deliveries) == 1 and deliveries[0].event == "deployment.drift"
+    body = json.loads(deliveries[0].body)
+    assert (body["data"]["from"], body["data"]["to"], body["deployment"]) == ("within", "below", deployment.pk)
+    push(deployment, token, server.serve(NOW - 60, 2000, 0.02, 80))
+    deployment.refresh_from_db()
+    assert deployment.state == "collapse" and WebhookDelivery.objects.count() == 2
+
+
+def test_a_restart_gives_the_new_processes_counts_never_a_negative_or_inflated_window(registered):
+    deployment, token = registered
+    server = Server()
+    push(deployment, token, server.serve(NOW - 180, 1000, 2.4, 40), server.serve(NOW - 120, 2000, 2.4, 80))
+    answer = push(deployment, token, Server(started_at=2000.0).serve(NOW - 60, 500, 2.4, 20))
+    assert answer.status_code == 201, answer.content
+    last = LiveSnapshot.objects.filter(deployment=deployment).last()
+    assert last is not None and last.w_reset and (last.w_drafts, last.w_requests) == (500, 20)
+
+
+@pytest.mark.parametrize(
+    ("given", "status", "code"),
+    [
+        ({"drafts": "NaN"}, 400, "invalid"),
+        ({"accepted": 99999}, 422, "live:impossible-ratio"),
+        ({"per_position": [10, 9, 8, 7, 6]}, 422, "live:positions-beyond-k"),
+        ({"drafts": 10, "draft_tokens": 40, "per_position": [0, 0, 0, 0], "accepted": 0}, 422, "live:counters-backwards"),
+        ({"read_at": NOW - 500}, 422, "live:out-of-order"),
+    ],
+    ids=["nan", "accepted-over-drafted", "positions-beyond-k", "backwards-without-restart", "out-of-order"],
+)
+def test_hostile_observations_are_refused_with_their_reason_and_nothing_is_stored(registered, given, status, code):
+    deployment, token = registered
+    server = Server()
+    push(deployment, token, server.serve(NOW - 400, 1000, 2.4, 40))
+    before = LiveSnapshot.objects.count()
+    good = server.serve(NOW - 100, 1000, 2.4, 40)
+    bad = {**server.serve(NOW - 60, 1000, 2.4, 40), **given}  # with the same start time: no restart
+    answer = push(deployment, token, good, bad)
+    assert answer.status_code == status, answer.content
+    assert answer.json()["error"]["code"] == code and answer.json()["error"]["message"]
+    assert LiveSnapshot.objects.count() == before  # the good snapshot of the same push was not stored either
+
+
+def test_a_push_over_its_size_or_a_deployments_rate_is_refused(registered, settings):
+    deployment, token = registered
+    settings.SPECHUB_LIVE_SNAPSHOTS_PER_PUSH, settings.SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE = 3, 4
+    server = Server()
+    many = [server.serve(NOW - 100 + i, 100, 2.4, 4) for i in range(4)]
+    assert push(deployment, token, *many).status_code == 400
+    assert push(deployment, token, *many[:3]).status_code == 201
+    limited = push(deployment, token, many[3], server.serve(NOW - 5, 100, 2.4, 4))
+    assert limited.status_code == 429 and "spechub watch --every 60" in limited.json()["error"]["message"]
+
+
+def test_a_stranger_gets_404_everywhere_and_a_revoked_token_401(registered, stranger, owner, pair):
+    deployment, token = registered
+    for path in (f"/api/v1/deployments/{deployment.pk}/", f"/api/v1/deployments/{deployment.pk}/observations/",
+                 f"/deployments/{deployment.pk}/"):  # fmt: skip
+        assert client_of(stranger).get(path).status_code == 404, path
+        assert client_of(owner).get(path).status_code == 200, path
+    assert client_of(stranger).post(f"/api/v1/deployments/{deployment.pk}/token/").status_code == 404
+    _, other_token = services.deployment_create(owner=stranger, name="theirs", pair=pair)
+    assert push(deployment, other_token, Server().serve(NOW - 60, 10, 2.0, 1)).status_code == 401  # another's token
+    assert client_of(owner).delete(f"/api/v1/deployments/{deployment.pk}/token/").status_code == 200
+    refused = push(deployment, token, Server().serve(NOW - 60, 10, 2.0, 1))
+    assert refused.status_code == 401 and "revoked or replaced" in refused.json()["error"]["message"]
+    assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+    assert LiveSnapshot.objects.count() == 0
+
+
+def test_thinning_keeps_an_hour_each_and_the_snapshot_before_a_restart_and_the_windows_sum_the_same(registered):
+    deployment, _ = registered
+    start = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    before, after = Server(), Server(started_at=2000.0)  # the server restarts after two hours
+    readings = [(before if i <= 120 else after).serve(start + 60 * i, 100, 2.4, 4) for i in range(1, 181)]
+    for batch in range(0, 180, 60):
+        services.observations_ingest(deployment=deployment, snapshots=[_live(r) for r in readings[batch : batch + 60]])
+    sums = _sums(deployment)
+    removed = services.snapshots_thin(now=datetime(2026, 3, 1, tzinfo=UTC))
+    kept = list(LiveSnapshot.objects.filter(deployment=deployment).order_by("read_at"))
+    assert removed == 180 - len(kept) and len(kept) <= 5  # an hour's last each, and the last before the restart
+    assert _sums(deployment) == sums and any(row.w_reset for row in kept)
+
+
+def _live(given: dict[str, Any]) -> Any:
+    from kernel.live import Snapshot
+
+    fields = {k: v for k, v in given.items() if k != "per_position"}
+    return Snapshot(**fields, per_position=tuple(given["per_position"]))
+
+
+def _sums(deployment: Deployment) -> tuple[int, ...]:
+    rows = LiveSnapshot.objects.filter(deployment=deployment)
+    return tuple(sum(getattr(r, f) for r in rows) for f in ("w_drafts", "w_accepted", "w_second", "w_requests"))
+
+
+def test_spechub_metrics_carry_each_judged_deployments_live_al_and_state(registered):
+    deployment, token = registered
+    server = Server()
+    push(deployment, token, server.serve(NOW - 120, 1000, 2.4, 40), server.serve(NOW - 60, 2000, 2.4, 80))
+    text = Client().get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode()
+    assert f'spechub_deployment_acceptance_length{{deployment="{deployment.pk}"}} 3.4' in text
+    assert f'spechub_deployment_state{{deployment="{deployment.pk}",state="within"}} 1.0' in text
+
+
+@pytest.mark.both_databases
+def test_the_pages_register_show_the_token_once_and_draw_the_live_acceptance(owner, stranger, pair):
+    client = client_of(owner)
+    assert "No deployments yet" in client.get("/deployments/").content.decode()
+    page = client.post("/deployments/", {"name": "prod-eu-1", "pair": str(pair.pk)}).content.decode()
+    deployment = Deployment.objects.get(owner=owner)
+    assert "shown this once" in page and "SPECHUB_INGEST_TOKEN=shd_" in page
+    token = page.split("SPECHUB_INGEST_TOKEN=")[1].split(" ")[0]
+    server = Server()
+    push(deployment, token, server.serve(NOW - 120, 1000, 2.4, 40), server.serve(NOW - 60, 2000, 2.4, 80))
+    page = client.get(f"/deployments/{deployment.pk}/").content.decode()
+    assert "shown this once" not in page and token not in page  # never again
+    assert 'data-chart="live-acceptance"' in page and "band certified" in page and "within" in page
+    assert client.get(f"/deployments/{deployment.pk}/?days=365").status_code == 200
+    assert client_of(stranger).get(f"/deployments/{deployment.pk}/").status_code == 404
+    refused = client.post("/deployments/", {"name": "", "pair": str(pair.pk)}).content.decode()
+    assert "Not registered" in refused and "Name the deployment" in refused
