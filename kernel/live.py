@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kernel.stats import t_quantile
+from kernel.stats import t_975
 
 MIN_DRAFTS = 200  # drafting steps below which a window is too small to judge
 MIN_REQUESTS = 8  # finished requests, likewise: the interval's units
@@ -183,7 +183,7 @@ def interval(drafts: int, accepted: int, second: int | None, requests: int, k: i
     bound = mean * max(0.0, (k or MAX_POSITIONS) - mean)
     variance = max(0.0, second / drafts - mean * mean) if second is not None else bound
     units = min(requests, drafts)
-    half = t_quantile(0.975, units - 1) * math.sqrt(variance / units)
+    half = t_975(units - 1) * math.sqrt(variance / units)
     return 1 + max(0.0, mean - half), 1 + mean + half
 
 

@@ -164,7 +164,12 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # The events deliveries carry, described as OpenAPI 3.1 webhooks (registry/api/webhooks.py).
     "OAS_VERSION": "3.1.0",
-    "WEBHOOKS": ["registry.api.webhooks.CERTIFIED", "registry.api.webhooks.REGRESSED", "registry.api.webhooks.EXPIRED"],
+    "WEBHOOKS": [
+        "registry.api.webhooks.CERTIFIED",
+        "registry.api.webhooks.REGRESSED",
+        "registry.api.webhooks.EXPIRED",
+        "registry.api.webhooks.DRIFT",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "PairMethodEnum": "registry.models.Method",
         "VllmMethodEnum": "kernel.formats.vllm_support.METHOD_CHOICES",

@@ -72,3 +72,24 @@ REGRESSED = _webhook("pair.regressed", "A new revision of your draft measured wo
                      _event("pair.regressed", RegressedData, "run-<id>"))  # fmt: skip
 EXPIRED = _webhook("certificate.expired", "A certificate of one of your pairs expired",
                    _event("certificate.expired", ExpiredData, "certificate-<id>"))  # fmt: skip
+
+
+class DriftData(serializers.Serializer[dict[str, Any]]):
+    # "from" is a keyword: the field is declared below.
+    to = serializers.CharField(help_text="within, below, collapse or mismatch (kernel/live.py)")
+    reason = serializers.CharField()
+    live_al = serializers.FloatField(allow_null=True, help_text="over the newest judgeable windows")
+    certified_band = serializers.ListField(child=serializers.FloatField(), help_text="the certified AL's 95 % interval")
+
+
+DriftData._declared_fields["from"] = serializers.CharField(allow_null=True, help_text="the verdict before; null at first")
+DriftEvent = type("DriftEvent", (serializers.Serializer,), {
+    "event": serializers.ChoiceField(choices=["deployment.drift"]),
+    "subject": serializers.CharField(help_text="deployment-<id>-change-<n>; one delivery per change of verdict"),
+    "deployment": serializers.IntegerField(),
+    "pair": serializers.IntegerField(),
+    "url": serializers.URLField(help_text="the deployment's page"),
+    "data": DriftData(),
+})  # fmt: skip
+DRIFT = _webhook("deployment.drift", "One of your deployments' live acceptance changed verdict against its certificate",
+                 DriftEvent)  # fmt: skip

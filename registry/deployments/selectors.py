@@ -46,7 +46,10 @@ def certified_run(*, deployment: Deployment) -> CertificationRun | None:
 def certified_for(*, deployment: Deployment) -> live.Certified | None:
     """The certified band (AL's interval over the suite's, or the workload's, prompts), k and engine build."""
     run = certified_run(deployment=deployment)
-    acceptance = result.acceptance(run_document(run))
+    try:
+        acceptance = result.acceptance(run_document(run))
+    except result.UnreadableResult:  # a document this code cannot read certifies nothing it can hold a deployment to
+        return None
     if run is None or not acceptance or acceptance.get("mean_acceptance_length") is None:
         return None
     al = float(acceptance["mean_acceptance_length"] or 1.0)
