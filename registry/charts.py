@@ -384,6 +384,7 @@ def live_acceptance(points: Sequence[Mapping[str, Any]], band: Sequence[float] |
                                  point["verdict"].replace(" ", "-"), _n(x(point)), _n(frame.y(point["al"], top)),
                                  f"{point['end']:%Y-%m-%d %H:%M}", f"{point['al']:.2f}", point["verdict"]))  # fmt: skip
     parts.append(_x_tick(frame.left, frame, f"{measured[0]['end']:%m-%d %H:%M}"))
-    parts.append(_x_tick(frame.right, frame, f"{measured[-1]['end']:%m-%d %H:%M}"))
-    parts.append(_x_title(frame, "time (UTC); shaded: the certified band; dashed: collapse (AL 1.2)"))
+    parts.append(format_html('<text class="tick-label end" x="{}" y="{}">{}</text>', frame.right,
+                             frame.bottom + 18, f"{measured[-1]['end']:%m-%d %H:%M}"))  # fmt: skip
+    parts.append(_x_title(frame, "time (UTC)"))
     return _svg(parts, title, "live-acceptance")

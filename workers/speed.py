@@ -75,10 +75,10 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         report(40)
         with timing.LoadMeter() as load:
             levels, per_category, rate_point = _timed(bench, running, model, report)
-            choice = choice_of_k(bench, running, model, levels)
         began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
         bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
         bench.smoke_request_seconds = time.perf_counter() - began
+        choice = choice_of_k(bench, running, model, levels)
     al = metrics.acceptance(total_counters(measured(bench)[1]))["mean_acceptance_length"]
     figures: result.Throughput = {
         "levels": levels,
@@ -140,9 +140,12 @@ def choice_of_k(
     per_token = choosing.slope(prefill)
     chosen = choosing.choose(levels, by_k, per_token)
     recipes = {str(run_k): recipe(bench, run_k)}
+    engine = load_engine(bench.spec.engine)()
     for k, at in choosing.to_measure(chosen, run_k).items():
         name = f"speculative-k{k}"
-        with serving.servers(load_engine(bench.spec.engine)(), {name: bench.config(speculative=True, k=k)}) as extra:
+        if not engine.serves_beside_offline():  # three servers do not fit (one GPU): the run's k is measured already
+            running["speculative"].stop()
+        with serving.servers(engine, {name: bench.config(speculative=True, k=k)}) as extra:
             pair = {"baseline": running["baseline"], "speculative": extra[name]}
             for level in at:
                 chosen[level]["measured"], _ = _level(bench, pair, model, int(level))

@@ -163,11 +163,8 @@ def _judge(deployment: Deployment) -> None:
     if verdict == before:
         deployment.save(update_fields=["state_reason", "live_al"])
         return
-    deployment.state, deployment.state_changed_at, deployment.state_changes = (
-        verdict,
-        timezone.now(),
-        deployment.state_changes + 1,
-    )
+    deployment.state, deployment.state_changed_at = verdict, newest.read_at  # when the counters said so
+    deployment.state_changes += 1
     deployment.save(update_fields=["state", "state_reason", "live_al", "state_changed_at", "state_changes"])
     if before or verdict != live.WITHIN:  # the first judgement "within" is no drift
         _drift_notify(deployment, before, certified)

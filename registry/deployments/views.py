@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from kernel import live
 from registry import charts
 from registry.deployments import selectors, services
 from registry.models import Deployment, Pair, Workload
@@ -83,6 +84,8 @@ def _detail(request: HttpRequest, deployment: Deployment, token: str | None) -> 
         "day_choices": DAYS,
         "new_token": token,
         "endpoint": request.build_absolute_uri("/").rstrip("/"),
+        "min_drafts": live.MIN_DRAFTS,
+        "min_requests": live.MIN_REQUESTS,
     }
     return render(request, "registry/deployment.html", context)
 

@@ -15,7 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from registry.models import CertificationRun, Pair, Submission, SubmissionSource, SubmissionStatus
+from registry.models import CertificationRun, Deployment, Pair, Submission, SubmissionSource, SubmissionStatus
 from registry.services.demo import demo_catalog_load
 from registry.services.qualifications import qualification_record
 from registry.services.runs import run_claim, run_create, run_finish
@@ -100,8 +100,9 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         error_message="gate:mapping-t2d: the draft's vocabulary mapping does not fit the verifier's tokenizer",
     )
     RunFactory.create(pair=measured, state=RunState.MEASURING, stage="speculative", progress=57, attempts=1)
-    User.objects.create_user("alice", password=PASSWORD)
+    alice = User.objects.create_user("alice", password=PASSWORD)
     imported_refusal()
+    deployment = watched_deployment(alice, pairs["llama-draft-1l"])
     return {
         "catalog": "/",
         "pair": f"/pairs/{measured.pk}/",
@@ -111,8 +112,29 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         "matrix": "/matrix/",
         "engines": "/engines/",
         "imports": "/imports/",
-        "submit": "/submit/",
+        "submit": "/submit/",  # signs alice in: the pages below are hers
+        "deployments": "/deployments/",
+        "deployment": f"/deployments/{deployment.pk}/",
     }
+
+
+def watched_deployment(owner: User, pair: Pair) -> Deployment:
+    """Alice's deployment of the certified pair, watched for a day: within its band, then below it for the last hours."""
+    from kernel import live
+    from registry.deployments.services import deployment_create, observations_ingest
+
+    deployment, _ = deployment_create(owner=owner, name="prod-eu-1", pair=pair)
+    start, steps, requests, positions = timezone.now().timestamp() - 86400, 0, 0, [0, 0, 0, 0]
+    snapshots = []
+    for index in range(1, 145):  # every 10 minutes, 400 drafting steps over 16 requests each
+        rates = (0.98, 0.92, 0.88, 0.82) if index < 110 else (0.8, 0.5, 0.35, 0.25)  # AL 4.6, then 2.9
+        steps, requests = steps + 400, requests + 16
+        positions = [n + round(400 * rate) for n, rate in zip(positions, rates, strict=True)]
+        snapshots.append(live.Snapshot(start + 600 * index, steps, 4 * steps, sum(positions), tuple(positions), requests,
+                                       1000.0, None, 4))  # fmt: skip
+    for first in range(0, len(snapshots), 48):
+        observations_ingest(deployment=deployment, snapshots=snapshots[first : first + 48])
+    return deployment
 
 
 def imported_refusal() -> Submission:

@@ -140,9 +140,13 @@ def test_without_a_throughput_stage_nothing_starts_early():
     assert shared.bench is not None and shared.bench.early is None
 
 
-def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_beside_the_same_baseline(monkeypatch, tmp_path):
+@pytest.mark.parametrize("three_fit", [True, False], ids=["cpu", "one-gpu"])
+def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_beside_the_same_baseline(
+    monkeypatch, tmp_path, three_fit
+):
     """Which k (issue 26 §1): where a level's best k is not the run's, one more speculative server drafting that k
-    starts, that level is timed against the running baseline, and it gets a recipe; the server stops after."""
+    starts, that level is timed against the running baseline, and it gets a recipe; the server stops after. Where
+    three servers do not fit (one GPU), the run's own speculative server, measured already, stops first."""
     from kernel import result
     from workers import choice_of_k
 
@@ -168,13 +172,15 @@ def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_bes
         timed.append((pair["speculative"].name, concurrency))
         return level(1.15), {}
 
+    monkeypatch.setattr(StandInServers, "serves_beside_offline", lambda self: three_fit, raising=False)
     monkeypatch.setattr(speed, "load_engine", lambda name: StandInServers)
     monkeypatch.setattr(speed, "_level", fake_level)
     monkeypatch.setattr(choice_of_k, "prefill", lambda *args: {"tokens": [8.0, 128.0], "seconds": [0.02, 0.02]})
     monkeypatch.setattr(speed, "recipe", lambda bench, k: f"vllm serve toy --num-speculative-tokens {k}")
-    with serving.servers(StandInServers(), {"baseline": CONFIGS["baseline"]}) as running:
+    with serving.servers(StandInServers(), CONFIGS) as running:
         baseline = running["baseline"]
         choice = speed.choice_of_k(bench, running, "toy", {"1": level(1.0), "4": level(3.9)})
+        assert (running["speculative"].process.poll() is None) == three_fit
     assert choice is not None and choice["verifier_seconds_per_token"] == 0.0
     assert {level: best["best_k"] for level, best in choice["levels"].items()} == {"1": 1, "4": 4}
     assert timed == [("speculative-k1", 1)]  # only the level whose best is not 4
