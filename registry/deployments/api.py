@@ -174,7 +174,8 @@ class Observations(APIView):
         deployment = selectors.deployment_for(user=request.user, pk=pk)
         days = _days(request.query_params.get("days"))
         points = selectors.timeline(deployment=deployment, since=timezone.now() - timedelta(days=days))
-        return Response({"deployment": DeploymentOut(deployment).data, "days": days, "windows": points})
+        positions = selectors.positions_now(deployment=deployment)
+        return Response({"deployment": DeploymentOut(deployment).data, "days": days, "windows": points, "positions": positions})
 
 
 def _by_token(request: Request, pk: int) -> Deployment:

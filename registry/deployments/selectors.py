@@ -139,3 +139,28 @@ def _point(bucket: Mapping[str, Any], certified: live.Certified | None) -> Point
         "reason": reason,
         "restarts": bucket["restarts"],
     }
+
+
+class PositionRow(TypedDict):
+    position: int
+    live: float
+    interval: list[float]
+    certified: float | None
+
+
+def positions_now(*, deployment: Deployment) -> list[PositionRow]:
+    """Each position's live acceptance rate over the judged span (cumulative, with Wilson's interval over its
+    drafting steps), beside the certified run's."""
+    counts = trailing_counts(deployment=deployment)
+    run = certified_run(deployment=deployment)
+    try:
+        accepted = result.acceptance(run_document(run))
+        certified = list(accepted["per_position"]) if accepted else []
+    except result.UnreadableResult:
+        certified = []
+    rows: list[PositionRow] = []
+    for index, (rate, reached) in enumerate(zip(live.position_rates(counts), counts.per_position, strict=True)):
+        interval = live.rate_interval(reached, counts.drafts)
+        rows.append({"position": index + 1, "live": rate, "interval": list(interval) if interval else [],
+                     "certified": certified[index] if index < len(certified) else None})  # fmt: skip
+    return rows

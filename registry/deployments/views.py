@@ -79,6 +79,7 @@ def _detail(request: HttpRequest, deployment: Deployment, token: str | None) -> 
         "certified": certified,
         "points": points,
         "recent": list(reversed(points[-20:])),
+        "positions": selectors.positions_now(deployment=deployment),
         "chart": charts.live_acceptance(points, certified.band if certified else None),
         "days": days,
         "day_choices": DAYS,

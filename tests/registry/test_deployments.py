@@ -96,6 +96,12 @@ def test_the_live_al_is_the_servers_own_over_the_window_and_within_the_band(regi
     accepted = stored[1].accepted - stored[0].accepted
     assert second.json()["live_al"] == pytest.approx(1 + accepted / 2000) and second.json()["state"] == "within"
     assert stored[1].w_drafts == 2000 and stored[1].w_requests == 80
+    # Per position, over the judged span, with an interval, beside the certified run's (none stored here).
+    positions = client_of(deployment.owner).get(f"/api/v1/deployments/{deployment.pk}/observations/").json()["positions"]
+    assert [row["position"] for row in positions] == [1, 2, 3, 4]
+    assert positions[0]["live"] == pytest.approx((stored[1].per_position[0] - stored[0].per_position[0]) / 2000)
+    low, high = positions[0]["interval"]
+    assert low < positions[0]["live"] < high and positions[0]["certified"] is None
 
 
 def test_traffic_below_the_band_is_reported_below_and_one_drift_event_is_queued_per_change(registered, owner):
