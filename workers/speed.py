@@ -78,7 +78,7 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
         bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
         bench.smoke_request_seconds = time.perf_counter() - began
-        choice = choice_of_k(bench, running, model, levels)
+        choice = which_k(bench, running, model, levels)
     al = metrics.acceptance(total_counters(measured(bench)[1]))["mean_acceptance_length"]
     figures: result.Throughput = {
         "levels": levels,
@@ -125,7 +125,7 @@ def _level(
     return timing.precise_level(pair, rule, block, timing.throughput_ratio, asked=concurrency)
 
 
-def choice_of_k(
+def which_k(
     bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level]
 ) -> result.ChoiceOfK | None:
     """Predict every k's speedup up to the run's from the step costs (workers/choice_of_k.py), then measure each

@@ -179,7 +179,7 @@ def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_bes
     monkeypatch.setattr(speed, "recipe", lambda bench, k: f"vllm serve toy --num-speculative-tokens {k}")
     with serving.servers(StandInServers(), CONFIGS) as running:
         baseline = running["baseline"]
-        choice = speed.choice_of_k(bench, running, "toy", {"1": level(1.0), "4": level(3.9)})
+        choice = speed.which_k(bench, running, "toy", {"1": level(1.0), "4": level(3.9)})
         assert (running["speculative"].process.poll() is None) == three_fit
     assert choice is not None and choice["verifier_seconds_per_token"] == 0.0
     assert {level: best["best_k"] for level, best in choice["levels"].items()} == {"1": 1, "4": 4}
