@@ -26,6 +26,8 @@ MIN_DRAFTS = 200  # drafting steps below which a window is too small to judge
 MIN_REQUESTS = 8  # finished requests, likewise: the interval's units
 COLLAPSE_AL = 1.2  # an interval wholly below this, with drafts still proposed, is what broken output looks like
 MAX_POSITIONS = 64  # no engine drafts more tokens a step
+MAX_COUNT = 2**62  # what a 64-bit counter column holds, with room to sum windows
+EARLIEST, LATEST = 1e9, 1e10  # read_at in seconds since the epoch: 2001 to 2286
 
 WITHIN, BELOW, COLLAPSE, TOO_SMALL, MISMATCH = "within", "below", "collapse", "too small", "mismatch"
 VERDICTS = (WITHIN, BELOW, COLLAPSE, TOO_SMALL, MISMATCH)
@@ -107,10 +109,13 @@ def check(snapshot: Snapshot) -> None:
     counts = {"drafts": snapshot.drafts, "draft_tokens": snapshot.draft_tokens, "accepted": snapshot.accepted,
               "requests": snapshot.requests}  # fmt: skip
     for name, value in [*counts.items(), *((f"per_position[{i}]", v) for i, v in enumerate(snapshot.per_position))]:
-        if not isinstance(value, int) or value < 0:
-            raise Refused("live:invalid-count", f"{name} is {value!r}: counters are whole numbers, 0 or more.")
-    if not math.isfinite(snapshot.read_at) or snapshot.read_at <= 0:
-        raise Refused("live:invalid-time", f"read_at is {snapshot.read_at!r}: give the time the counters were read, in seconds.")
+        if not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+            raise Refused("live:invalid-count", f"{name} is {value!r}: counters are whole numbers from 0 to {MAX_COUNT}.")
+    if not (math.isfinite(snapshot.read_at) and EARLIEST <= snapshot.read_at <= LATEST):
+        raise Refused("live:invalid-time", f"read_at is {snapshot.read_at!r}: give the time the counters were read, in "
+                      "seconds since the epoch.")  # fmt: skip
+    if snapshot.started_at is not None and not math.isfinite(snapshot.started_at):
+        raise Refused("live:invalid-time", f"started_at is {snapshot.started_at!r}: give the server's start, or null.")
     if snapshot.accepted > snapshot.draft_tokens:
         raise Refused("live:impossible-ratio", f"{snapshot.accepted} tokens accepted of {snapshot.draft_tokens} drafted: "
                       "no engine accepts more than it drafts.")  # fmt: skip

@@ -92,12 +92,12 @@ def test_a_watched_deployment_is_within_its_band_then_below_it_on_the_worst_cate
                 pushed = watch(deployment, server, env, tmp_path)
                 within = live(base, deployment, owner)
                 assert within["state"] == "within", (within, pushed.stdout)
-                timing.run_block(server, CONFIG.verifier, code, OUTPUT, concurrency=8)
+                timing.run_block(server, CONFIG.verifier, code, OUTPUT, concurrency=16)
                 pushed = watch(deployment, server, env, tmp_path)
                 below = live(base, deployment, owner)
                 assert below["state"] == "below", (below, pushed.stdout)
                 wait_until(lambda: receiver.received, 60, "the deployment.drift delivery")
-                time.sleep(3)  # time for a duplicate to arrive, if one were sent
+                time.sleep(2)  # time for a duplicate to arrive, if one were sent
                 last_before_restart = vllm_serving.served_counters(server)
             with vllm_serving.servers(VllmEngine(), {"speculative": CONFIG}) as running:  # the server restarts
                 server = running["speculative"]

@@ -8,23 +8,35 @@ import pytest
 from kernel import live
 from kernel.live import Certified, Counts, Refused, Snapshot
 
+EPOCH = 1.8e9  # read_at is seconds since the epoch: these tests count from January 2027
+
 
 def snap(read_at: float, drafts: int, accepted: int, positions: tuple[int, ...], requests: int, **given: object) -> Snapshot:
-    return Snapshot(read_at, drafts, 4 * drafts, accepted, positions, requests, **given)  # type: ignore[arg-type]
+    return Snapshot(EPOCH + read_at, drafts, 4 * drafts, accepted, positions, requests, **given)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("snapshot", "code"),
     [
         (snap(10, -1, 0, (), 0), "live:invalid-count"),
-        (Snapshot(10, 5, 20, 3, (2, 1), 1.5), "live:invalid-count"),  # type: ignore[arg-type]
-        (Snapshot(10, 5, 10, 11, (5, 5), 1), "live:impossible-ratio"),  # more accepted than drafted
+        (Snapshot(EPOCH, 5, 20, 3, (2, 1), 1.5), "live:invalid-count"),  # type: ignore[arg-type]
+        (Snapshot(EPOCH, 5, 10, 11, (5, 5), 1), "live:impossible-ratio"),  # more accepted than drafted
         (snap(10, 5, 9, (6, 3), 1), "live:impossible-ratio"),  # position 1 accepted more often than steps ran
         (snap(10, 5, 6, (2, 4), 1), "live:impossible-ratio"),  # a later position more often than an earlier
         (snap(10, 5, 10, (5, 3, 1, 1, 0), 1, k=4), "live:positions-beyond-k"),
         (snap(float("nan"), 5, 2, (2,), 1), "live:invalid-time"),
+        (snap(-EPOCH + 10, 5, 2, (2,), 1), "live:invalid-time"),  # ten seconds after 1970: not a time a watcher read
     ],
-    ids=["negative", "fraction", "accepted-over-drafted", "position-over-steps", "rising-positions", "beyond-k", "nan-time"],
+    ids=[
+        "negative",
+        "fraction",
+        "accepted-over-drafted",
+        "position-over-steps",
+        "rising-positions",
+        "beyond-k",
+        "nan-time",
+        "not-epoch-seconds",
+    ],
 )
 def test_a_snapshot_no_engine_could_count_is_refused_with_its_reason(snapshot, code):
     with pytest.raises(Refused) as refused:

@@ -142,8 +142,20 @@ def test_a_restart_gives_the_new_processes_counts_never_a_negative_or_inflated_w
         ({"per_position": [10, 9, 8, 7, 6]}, 422, "live:positions-beyond-k"),
         ({"drafts": 10, "draft_tokens": 40, "per_position": [0, 0, 0, 0], "accepted": 0}, 422, "live:counters-backwards"),
         ({"read_at": NOW - 500}, 422, "live:out-of-order"),
+        ({"drafts": 10**30}, 422, "live:invalid-count"),
+        ({"read_at": 1e300}, 422, "live:invalid-time"),
+        ({"started_at": "Infinity"}, 400, "invalid"),
     ],
-    ids=["nan", "accepted-over-drafted", "positions-beyond-k", "backwards-without-restart", "out-of-order"],
+    ids=[
+        "nan",
+        "accepted-over-drafted",
+        "positions-beyond-k",
+        "backwards-without-restart",
+        "out-of-order",
+        "huge-count",
+        "far-future",
+        "infinite-start",
+    ],
 )
 def test_hostile_observations_are_refused_with_their_reason_and_nothing_is_stored(registered, given, status, code):
     deployment, token = registered
