@@ -33,7 +33,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from kernel.result import CertifiedResults, Environment, Properties
+from kernel.result import CertifiedResults, Environment, Properties, best_k_of
 from kernel.spec import InputFields
 
 FORMAT = "spechub-certificate/1"
@@ -308,17 +308,13 @@ def _properties(payload: Payload) -> dict[str, dict[str, Any]]:
 
 def _best_k(payload: Payload) -> list[str]:
     """The best k at each level: predicted there, then measured, with the measured figure's interval."""
-    measured = cast(dict[str, Any], (payload.get("results") or {}).get("throughput") or {})
-    choice = measured.get("choice_of_k")
-    if not choice:
-        return []
-    parts = []
-    for level in sorted(choice["levels"], key=int):
-        best = choice["levels"][level]
-        timed = best.get("measured") if best["best_k"] != choice["run_k"] else measured["levels"].get(level)
-        if timed and timed.get("speedup_interval"):
-            low, high = timed["speedup_interval"]
-            parts.append(f"c={level} k={best['best_k']} ({timed['speedup']:.2f}x [{low:.2f}, {high:.2f}] measured)")
-        else:
-            parts.append(f"c={level} k={best['best_k']} (predicted only)")
-    return [f"  best k: {'; '.join(parts)}"]
+    results = payload.get("results")
+    measured = results["throughput"] if results else None
+    rows = best_k_of(measured) if measured else []
+    parts = [
+        f"c={row['concurrency']} k={row['best_k']} "
+        + (f"({row['measured_speedup']:.2f}x [{row['interval'][0]:.2f}, {row['interval'][1]:.2f}] measured)"
+           if row["measured_speedup"] is not None and row["interval"] else "(predicted only)")
+        for row in rows
+    ]  # fmt: skip
+    return [f"  best k: {'; '.join(parts)}"] if parts else []

@@ -214,6 +214,7 @@ class Certified:
     band: tuple[float, float]
     k: int
     engine_version: str | None
+    per_position: tuple[float, ...] = ()  # the certified run's cumulative rates, shown beside the live ones
 
 
 def judge(counts: Counts, certified: Certified, *, k: int | None, engine_version: str | None) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from kernel.result.schema import (
     ResultDocument,
     Servers,
     Summary,
+    Throughput,
 )
 
 
@@ -243,8 +244,13 @@ class BestKRow(TypedDict):
 def best_k_rows(document: ResultDocument | None) -> list[BestKRow]:
     """Return each level's best k, predicted and measured, lowest level first; empty before choices were made."""
     measured = throughput(document)
-    choice = measured.get("choice_of_k") if measured else None
-    if measured is None or choice is None:
+    return best_k_of(measured) if measured else []
+
+
+def best_k_of(measured: Throughput) -> list[BestKRow]:
+    """best_k_rows, from a throughput stage (a certificate's `results.throughput` as well as a document's)."""
+    choice = measured.get("choice_of_k")
+    if choice is None:
         return []
     rows: list[BestKRow] = []
     for level in sorted(choice["levels"], key=int):

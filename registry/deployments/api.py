@@ -173,8 +173,9 @@ class Observations(APIView):
     def get(self, request: Request, pk: int) -> Response:
         deployment = selectors.deployment_for(user=request.user, pk=pk)
         days = _days(request.query_params.get("days"))
-        points = selectors.timeline(deployment=deployment, since=timezone.now() - timedelta(days=days))
-        positions = selectors.positions_now(deployment=deployment)
+        certified = selectors.certified_for(deployment=deployment)
+        points = selectors.timeline(deployment=deployment, certified=certified, since=timezone.now() - timedelta(days=days))
+        positions = selectors.positions_now(deployment=deployment, certified=certified)
         return Response({"deployment": DeploymentOut(deployment).data, "days": days, "windows": points, "positions": positions})
 
 

@@ -50,11 +50,11 @@ def certified_for(*, deployment: Deployment) -> live.Certified | None:
         acceptance = result.acceptance(run_document(run))
     except result.UnreadableResult:  # a document this code cannot read certifies nothing it can hold a deployment to
         return None
-    if run is None or not acceptance or acceptance.get("mean_acceptance_length") is None:
+    if run is None or not acceptance or (al := acceptance.get("mean_acceptance_length")) is None:
         return None
-    al = float(acceptance["mean_acceptance_length"] or 1.0)
     low, high = acceptance.get("mean_acceptance_length_interval") or (al, al)
-    return live.Certified(band=(low, high), k=deployment.pair.num_speculative_tokens, engine_version=run.engine_version or None)
+    return live.Certified(band=(low, high), k=deployment.pair.num_speculative_tokens, engine_version=run.engine_version or None,
+                          per_position=tuple(acceptance.get("per_position") or ()))  # fmt: skip
 
 
 def latest_snapshot(*, deployment: Deployment) -> LiveSnapshot | None:
@@ -66,9 +66,8 @@ def as_snapshot(row: LiveSnapshot) -> live.Snapshot:
                          row.requests, row.started_at, row.engine_version or None, len(row.per_position) or None)  # fmt: skip
 
 
-def trailing_counts(*, deployment: Deployment) -> live.Counts:
-    """The newest windows, summed back until there are enough steps and requests to judge (or the span ends)."""
-    newest = latest_snapshot(deployment=deployment)
+def trailing_counts(*, deployment: Deployment, newest: LiveSnapshot | None) -> live.Counts:
+    """The windows back from `newest`, summed until there are enough steps and requests to judge (or the span ends)."""
     if newest is None:
         return live.Counts()
     rows = LiveSnapshot.objects.filter(deployment=deployment, read_epoch__gte=newest.read_epoch - JUDGE_SPAN_SECONDS)
@@ -95,7 +94,7 @@ class Point(TypedDict):
     restarts: int
 
 
-def timeline(*, deployment: Deployment, since: datetime, points: int = 120) -> list[Point]:
+def timeline(*, deployment: Deployment, certified: live.Certified | None, since: datetime, points: int = 120) -> list[Point]:
     """The windows since `since`, summed into at most `points` stretches of equal width (one aggregate query, so a
     year of stored windows reads as fast as a day)."""
     rows = LiveSnapshot.objects.filter(deployment=deployment, read_epoch__gte=int(since.timestamp()))
@@ -117,7 +116,6 @@ def timeline(*, deployment: Deployment, since: datetime, points: int = 120) -> l
         )
         .order_by("bucket")
     )
-    certified = certified_for(deployment=deployment)
     return [_point(bucket, certified) for bucket in buckets]
 
 
@@ -148,19 +146,14 @@ class PositionRow(TypedDict):
     certified: float | None
 
 
-def positions_now(*, deployment: Deployment) -> list[PositionRow]:
+def positions_now(*, deployment: Deployment, certified: live.Certified | None) -> list[PositionRow]:
     """Each position's live acceptance rate over the judged span (cumulative, with Wilson's interval over its
     drafting steps), beside the certified run's."""
-    counts = trailing_counts(deployment=deployment)
-    run = certified_run(deployment=deployment)
-    try:
-        accepted = result.acceptance(run_document(run))
-        certified = list(accepted["per_position"]) if accepted else []
-    except result.UnreadableResult:
-        certified = []
+    counts = trailing_counts(deployment=deployment, newest=latest_snapshot(deployment=deployment))
+    held = certified.per_position if certified else ()
     rows: list[PositionRow] = []
     for index, (rate, reached) in enumerate(zip(live.position_rates(counts), counts.per_position, strict=True)):
         interval = live.rate_interval(reached, counts.drafts)
         rows.append({"position": index + 1, "live": rate, "interval": list(interval) if interval else [],
-                     "certified": certified[index] if index < len(certified) else None})  # fmt: skip
+                     "certified": held[index] if index < len(held) else None})  # fmt: skip
     return rows

@@ -150,7 +150,7 @@ def _judge(deployment: Deployment) -> None:
     newest = latest_snapshot(deployment=deployment)
     if certified is None or newest is None:
         return
-    counts = trailing_counts(deployment=deployment)
+    counts = trailing_counts(deployment=deployment, newest=newest)
     k = len(newest.per_position) or None
     verdict, reason = live.judge(counts, certified, k=k, engine_version=newest.engine_version or None)
     if verdict == live.TOO_SMALL:

@@ -72,14 +72,14 @@ def deployment_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _detail(request: HttpRequest, deployment: Deployment, token: str | None) -> HttpResponse:
     days = int(request.GET.get("days", "7")) if request.GET.get("days", "7").isdigit() else 7
     days = days if days in DAYS else 7
-    points = selectors.timeline(deployment=deployment, since=timezone.now() - timedelta(days=days))
     certified = selectors.certified_for(deployment=deployment)
+    points = selectors.timeline(deployment=deployment, certified=certified, since=timezone.now() - timedelta(days=days))
     context: dict[str, Any] = {
         "deployment": deployment,
         "certified": certified,
         "points": points,
         "recent": list(reversed(points[-20:])),
-        "positions": selectors.positions_now(deployment=deployment),
+        "positions": selectors.positions_now(deployment=deployment, certified=certified),
         "chart": charts.live_acceptance(points, certified.band if certified else None),
         "days": days,
         "day_choices": DAYS,
