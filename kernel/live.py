@@ -28,6 +28,7 @@ COLLAPSE_AL = 1.2  # an interval wholly below this, with drafts still proposed, 
 MAX_POSITIONS = 64  # no engine drafts more tokens a step
 MAX_COUNT = 2**62  # what a 64-bit counter column holds, with room to sum windows
 EARLIEST, LATEST = 1e9, 1e10  # read_at in seconds since the epoch: 2001 to 2286
+MAX_CLOCK_AHEAD = 300.0  # seconds a watcher's clock may run ahead of the server's; one far ahead would block every push
 
 WITHIN, BELOW, COLLAPSE, TOO_SMALL, MISMATCH = "within", "below", "collapse", "too small", "mismatch"
 VERDICTS = (WITHIN, BELOW, COLLAPSE, TOO_SMALL, MISMATCH)
@@ -129,6 +130,16 @@ def check(snapshot: Snapshot) -> None:
     if not 1 <= limit <= MAX_POSITIONS or len(snapshot.per_position) > limit:
         raise Refused("live:positions-beyond-k", f"{len(snapshot.per_position)} positions counted with k={snapshot.k}: "
                       f"a server drafting k tokens a step counts positions 1 to k (k at most {MAX_POSITIONS}).")  # fmt: skip
+
+
+def check_clock(snapshot: Snapshot, *, now: float) -> None:
+    """Refuse a snapshot read, or a server started, more than MAX_CLOCK_AHEAD seconds after `now` (the server's clock):
+    stored, it would put every correct snapshot after it out of order."""
+    for name, when in (("read_at", snapshot.read_at), ("started_at", snapshot.started_at)):
+        if when is not None and when > now + MAX_CLOCK_AHEAD:
+            raise Refused("live:clock-ahead", f"the watcher's clock is ahead: {name} is {when:.10g}, more than "
+                          f"{MAX_CLOCK_AHEAD:.0f} s after the server's clock ({now:.0f}). Set the watcher's clock right "
+                          "(NTP) and push again; nothing was stored.")  # fmt: skip
 
 
 def window(before: Snapshot, after: Snapshot) -> Window:

@@ -120,18 +120,23 @@ def env_database(name: str, *, default_sqlite_path: str) -> dict[str, Any]:
     """Return a Django DATABASES entry from a database URL, SQLite at the path when unset."""
     url = env_url(name, schemes=_DATABASE_SCHEMES)
     if url is None:
-        # A burst of writes waits for SQLite's lock (up to 20 s) instead of failing "database is locked":
-        # transactions take the write lock when they begin (a deferred one that reads first fails at
-        # once when it tries to write), and WAL lets readers go on meanwhile.
-        options = {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": default_sqlite_path, "OPTIONS": options}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": default_sqlite_path, "OPTIONS": dict(_SQLITE_OPTIONS)}
     if not url.startswith("sqlite") and not urlsplit(url).path.strip("/"):
         raise ImproperlyConfigured(f"{name} names no database; add one after the host, e.g. postgres://host:5432/spechub.")
     try:
         config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} could not be parsed: {exc}.") from None
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = {**_SQLITE_OPTIONS, **config.get("OPTIONS", {})}
     return config
+
+
+# SQLite, however it is named: a burst of writes waits for its lock (up to 20 s) instead of failing "database is
+# locked". Transactions take the write lock when they begin, so they run one at a time: that is what stands in for
+# select_for_update (a no-op on SQLite) under the quota and rate-limit checks. A deferred one that reads first would
+# fail at once when it tries to write. WAL lets readers go on meanwhile.
+_SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
 
 
 def env_broker(name: str) -> str | None:

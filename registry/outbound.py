@@ -58,7 +58,7 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     try:
         answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise Unresolved(f"The host {host!r} does not resolve ({exc}).") from None
+        raise Unresolved(f"The host {host[:100]!r} does not resolve ({exc}).") from None
     return list(dict.fromkeys(ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers))
 
 

@@ -136,7 +136,7 @@ LOGOUT_REDIRECT_URL = "catalog"
 SPECHUB_SUBMISSION_RATE = env_str("SPECHUB_SUBMISSION_RATE", "20/hour")
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "registry.api.pagination.PageNumbers",
     "PAGE_SIZE": 25,
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",

@@ -12,6 +12,7 @@ from registry.metrics import metrics
 from registry.traffic import views as traffic_views
 
 admin.site.login_form = AdminSignInForm
+handler400 = "registry.views.bad_request"
 
 urlpatterns = [
     path("", views.catalog, name="catalog"),
@@ -33,6 +34,7 @@ urlpatterns = [
     path("deployments/<int:pk>/", deployment_views.deployment_detail, name="deployment"),
     path("deployments/<int:pk>/token/", deployment_views.deployment_token, name="deployment-token"),
     path("deployments/<int:pk>/revoke/", deployment_views.deployment_revoke, name="deployment-revoke"),
+    path("deployments/<int:pk>/reset/", deployment_views.deployment_ingest_reset, name="deployment-ingest-reset"),
     path("deployments/<int:pk>/delete/", deployment_views.deployment_remove, name="deployment-delete"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/password_reset/", PasswordResetView.as_view(form_class=ThrottledPasswordReset), name="password_reset"),

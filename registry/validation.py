@@ -8,21 +8,17 @@ from django.core.exceptions import ValidationError
 
 from kernel.formats.inputs import is_repo_id
 from kernel.formats.rules import not_lossless
+from registry.params import echo
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _REVISION = re.compile(r"^(?![./-])(?!.*\.\.)(?!.*//)[A-Za-z0-9_./-]{1,200}(?<![./])$")
-
-
-def _echo(value: str) -> str:
-    """Return `value` quoted for an error message, cut short: a refusal never echoes a huge input back."""
-    return repr(value) if len(value) <= 100 else f"{value[:100]!r}… ({len(value)} characters)"
 
 
 def validate_repo_id(value: str) -> None:
     """Raise ValidationError unless value is a Hub repo id such as 'org/name'."""
     if not is_repo_id(value):
         raise ValidationError(
-            f"{_echo(value)} is not a Hub repo id; use 'org/name' with letters, digits, '-', '_' or '.'.",
+            f"{echo(value)} is not a Hub repo id; use 'org/name' with letters, digits, '-', '_' or '.'.",
             code="invalid-repo-id",
         )
 
@@ -30,14 +26,14 @@ def validate_repo_id(value: str) -> None:
 def validate_sha(value: str) -> None:
     """Raise ValidationError unless value is a full 40-hex commit sha."""
     if not _SHA.fullmatch(value):
-        raise ValidationError(f"{_echo(value)} is not a full 40-character lowercase commit sha.", code="invalid-sha")
+        raise ValidationError(f"{echo(value)} is not a full 40-character lowercase commit sha.", code="invalid-sha")
 
 
 def validate_revision(value: str) -> None:
     """Raise ValidationError unless value is a safe branch, tag or sha."""
     if not _REVISION.fullmatch(value):
         raise ValidationError(
-            f"{_echo(value)} is not a valid revision; use a branch, a tag or a commit sha without '..' or leading '/'.",
+            f"{echo(value)} is not a valid revision; use a branch, a tag or a commit sha without '..' or leading '/'.",
             code="invalid-revision",
         )
 

@@ -18,6 +18,7 @@ from registry import charts
 from registry.forms import SubmissionForm
 from registry.health import readiness
 from registry.models import CertificationRun, Pair
+from registry.params import BadParameter, whole_number
 from registry.selectors import (
     catalog_choices,
     compatibility_matrix,
@@ -34,11 +35,22 @@ from registry.services.submissions import SubmissionQuotaExceeded, submission_cr
 PAGE_SIZE = 25
 
 
+def page_number(request: HttpRequest) -> int:
+    """The `page` asked for; past the last page, Paginator.get_page gives the last."""
+    return whole_number(request.GET.get("page"), name="page", high=10**9, default=1)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 400 page (handler400): a parameter's reason where there is one, never the text of another exception."""
+    reason = str(exception) if isinstance(exception, BadParameter) else "The request was malformed."
+    return render(request, "registry/bad_request.html", {"reason": reason}, status=400)
+
+
 @require_GET
 def catalog(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:200]
     bound, pairs = pairs_filtered(params=request.GET)
-    page = Paginator(pairs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(pairs, PAGE_SIZE).get_page(page_number(request))
     query = request.GET.copy()
     query.pop("page", None)
     context = {"page": page, "search": search, "filter": bound, "query": query.urlencode(), "choices": catalog_choices()}
@@ -48,7 +60,7 @@ def catalog(request: HttpRequest) -> HttpResponse:
 @require_GET
 def imports(request: HttpRequest) -> HttpResponse:
     """What the Hub import found: each repo at each commit, the pair it gave or the gate's findings."""
-    page = Paginator(hub_imports(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(hub_imports(), PAGE_SIZE).get_page(page_number(request))
     return render(request, "registry/imports.html", {"page": page})
 
 
@@ -107,7 +119,7 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
     """Runs still going first, then the most recent ones, with state, stage and progress."""
-    page = Paginator(runs_queue(user=request.user), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(runs_queue(user=request.user), PAGE_SIZE).get_page(page_number(request))
     going = any(not run.is_final for run in page.object_list)
     return render(request, "registry/queue.html", {"page": page, "going": going})
 

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from kernel.errors import InfraError, RunError
+from registry.params import ECHO_LIMIT, BadParameter
 from registry.services.runs import InvalidTransition
 
 
@@ -26,6 +27,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0
         message = f"The request body is over {limit:,} bytes. Send a large file as multipart form data (a `file` field)."
         return _error("too-large", message, {}, status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, BadParameter):
+        return _error("invalid-parameter", exc.reason, {exc.name: [exc.reason]}, status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):
         return _error("invalid", " ".join(exc.messages), {}, status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, InvalidTransition):
@@ -35,12 +38,35 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     response = exception_handler(exc, context)
     if response is None or not isinstance(exc, APIException):
         return response
+    long = _long_inputs(context.get("request"))
     codes = exc.get_codes()
     code = codes if isinstance(codes, str) else "invalid"
     message = str(exc.detail) if isinstance(exc.detail, str) else "The request is invalid; see details."
     details = exc.detail if not isinstance(exc.detail, str) else {}
-    response.data = {"error": {"code": code, "message": message, "details": details}}
+    response.data = {"error": {"code": code, "message": _clipped(message, long), "details": _clipped(details, long)}}
     return response
+
+
+def _long_inputs(request: Any) -> list[str]:
+    """What the request sent that is too long to quote whole: query values and the parsed body's strings."""
+    sent: list[object] = [*getattr(request, "query_params", {}).values()]
+    body = getattr(request, "_full_data", None)  # parsed already, or not at all: never parse again in here
+    sent.extend(body.values() if isinstance(body, dict) else [])
+    strings = [v for v in sent if isinstance(v, str)] + [x for v in sent if isinstance(v, list) for x in v if isinstance(x, str)]
+    return sorted({v for v in strings if len(v) > ECHO_LIMIT}, key=len, reverse=True)
+
+
+def _clipped(value: Any, long: list[str]) -> Any:
+    """`value` with every long input it quotes cut to ECHO_LIMIT characters (DRF's own messages quote it whole)."""
+    if isinstance(value, str):
+        for text in long:
+            value = value.replace(text, f"{text[:ECHO_LIMIT]}… ({len(text)} characters)")
+        return value
+    if isinstance(value, dict):
+        return {key: _clipped(item, long) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clipped(item, long) for item in value]
+    return value
 
 
 def _error(code: str, message: str, details: dict[str, Any], status_code: int) -> Response:

@@ -10,8 +10,18 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from registry.params import whole_number
 
-class IdsFirstPagination(PageNumberPagination):
+
+class PageNumbers(PageNumberPagination):
+    """Page numbers parsed as every other count is: a full-width `page=1` or `page=²` is a 400 with the reason, not a 404."""
+
+    def get_page_number(self, request: Request, paginator: Any) -> int | str:
+        given = request.query_params.get(self.page_query_param)
+        return "last" if given in self.last_page_strings else whole_number(given, name="page", high=10**9, default=1)
+
+
+class IdsFirstPagination(PageNumbers):
     """Read the page's ids from the sort index alone, then fetch only those rows with their joins.
 
     With OFFSET, PostgreSQL otherwise joins every skipped row; here it skips bare index

@@ -25,6 +25,7 @@ from registry.models import (
     WorkloadCategory,
     WorkloadResult,
 )
+from registry.params import WholeNumberField
 from registry.selectors import RunFigures, run_figures
 from registry.validation import validate_repo_id, validate_revision
 
@@ -369,13 +370,13 @@ class CompatibilityIn(serializers.Serializer[dict[str, Any]]):
     verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
     verifier_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
     method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
-    num_speculative_tokens = serializers.IntegerField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
+    num_speculative_tokens = WholeNumberField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
 
 
 class RecommendationIn(serializers.Serializer[dict[str, Any]]):
     verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
     hardware = serializers.CharField(default="cpu", max_length=32)
-    concurrency = serializers.IntegerField(default=1, min_value=1, max_value=1024)
+    concurrency = WholeNumberField(default=1, min_value=1, max_value=1024)
     workload = serializers.ChoiceField(choices=WorkloadCategory.choices, required=False, default="")
 
 
@@ -387,7 +388,7 @@ class SubmissionIn(serializers.Serializer[dict[str, Any]]):
     )
     verifier_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
     method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
-    num_speculative_tokens = serializers.IntegerField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
+    num_speculative_tokens = WholeNumberField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
 
 
 class SubmissionOut(serializers.ModelSerializer[Submission]):

@@ -31,6 +31,7 @@ urlpatterns = [
     path("deployments/", deployments_api.DeploymentList.as_view(), name="api-deployments"),
     path("deployments/<int:pk>/", deployments_api.DeploymentDetail.as_view(), name="api-deployment"),
     path("deployments/<int:pk>/token/", deployments_api.DeploymentToken.as_view(), name="api-deployment-token"),
+    path("deployments/<int:pk>/ingest/reset/", deployments_api.IngestReset.as_view(), name="api-deployment-ingest-reset"),
     path("deployments/<int:pk>/observations/", deployments_api.Observations.as_view(), name="api-deployment-observations"),
     path("webhooks/", views.Webhooks.as_view(), name="api-webhooks"),
     path("webhooks/<int:pk>/", views.WebhookDelete.as_view(), name="api-webhook"),

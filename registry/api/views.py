@@ -27,6 +27,7 @@ from registry.api.renderers import CsvRenderer
 from registry.api.throttles import SubmissionQuota
 from registry.filters import PairFilter
 from registry.models import Certificate, CertificationRun, HubModel, Pair
+from registry.params import echo
 from registry.selectors import (
     compatibility_matrix,
     engine_qualifications,
@@ -98,7 +99,7 @@ class EngineDetail(APIView):
     def get(self, request: Request, digest: str) -> Response:
         row = qualification_by_digest(digest=digest)
         if row is None:
-            raise NotFound(f"No engine qualification has digest {digest!r}; /api/v1/engines/ lists them.")
+            raise NotFound(f"No engine qualification has digest {echo(digest)}; /api/v1/engines/ lists them.")
         return Response(row.document)
 
 

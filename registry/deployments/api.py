@@ -6,7 +6,6 @@ only the deployment's ingest token (`Authorization: Bearer shd_...`), which can 
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 from typing import Any
 
@@ -22,7 +21,8 @@ from rest_framework.views import APIView
 
 from kernel import live
 from registry.deployments import selectors, services
-from registry.models import Certificate, Deployment, LiveSnapshot, Pair, Workload
+from registry.models import Certificate, Deployment, Pair, Workload
+from registry.params import WholeNumberField, whole_number
 
 
 class DeploymentOut(serializers.ModelSerializer[Deployment]):
@@ -47,21 +47,23 @@ class DeploymentOut(serializers.ModelSerializer[Deployment]):
 
 class DeploymentIn(serializers.Serializer[Any]):
     name = serializers.CharField(max_length=100)
-    pair = serializers.IntegerField(help_text="The pair the deployment serves.")
-    certificate = serializers.IntegerField(required=False, allow_null=True, help_text="Its certificate, if not the latest run.")
-    workload = serializers.IntegerField(required=False, allow_null=True, help_text="Your workload it was certified on.")
+    pair = WholeNumberField(min_value=1, help_text="The pair the deployment serves.")
+    certificate = WholeNumberField(
+        required=False, allow_null=True, min_value=1, help_text="Its certificate, if not the latest run."
+    )
+    workload = WholeNumberField(required=False, allow_null=True, min_value=1, help_text="Your workload it was certified on.")
 
 
 class SnapshotIn(serializers.Serializer[Any]):
     read_at = serializers.FloatField(help_text="When the counters were read, seconds since the epoch.")
-    drafts = serializers.IntegerField(min_value=0, help_text="vllm:spec_decode_num_drafts, cumulative.")
-    draft_tokens = serializers.IntegerField(min_value=0)
-    accepted = serializers.IntegerField(min_value=0)
-    per_position = serializers.ListField(child=serializers.IntegerField(min_value=0), max_length=live.MAX_POSITIONS)
-    requests = serializers.IntegerField(min_value=0, help_text="vllm:request_success, summed over its labels.")
+    drafts = WholeNumberField(min_value=0, help_text="vllm:spec_decode_num_drafts, cumulative.")
+    draft_tokens = WholeNumberField(min_value=0)
+    accepted = WholeNumberField(min_value=0)
+    per_position = serializers.ListField(child=WholeNumberField(min_value=0), max_length=live.MAX_POSITIONS)
+    requests = WholeNumberField(min_value=0, help_text="vllm:request_success, summed over its labels.")
     started_at = serializers.FloatField(required=False, allow_null=True, help_text="process_start_time_seconds.")
     engine_version = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
-    k = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=live.MAX_POSITIONS)
+    k = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=live.MAX_POSITIONS)
 
 
 class ObservationsIn(serializers.Serializer[Any]):
@@ -129,6 +131,18 @@ class DeploymentDetail(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class IngestReset(APIView):
+    """POST: remove the snapshots read after the server's clock (a watcher's clock that ran ahead) that hold every later
+    push out of order; its history stays."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict[str, int]})
+    def post(self, request: Request, pk: int) -> Response:
+        deployment = selectors.deployment_for(user=request.user, pk=pk)
+        return Response({"removed": services.deployment_ingest_reset(deployment=deployment)})
+
+
 class DeploymentToken(APIView):
     """POST: a new ingest token (the old one stops working), shown this once. DELETE: revoke the token."""
 
@@ -160,14 +174,18 @@ class Observations(APIView):
         given = ObservationsIn(data=request.data)
         given.is_valid(raise_exception=True)
         snapshots = [_snapshot(s) for s in given.validated_data["snapshots"]]
-        _within_limits(deployment, len(snapshots))
+        _within_push_limit(len(snapshots))
         try:
             ingested = services.observations_ingest(deployment=deployment, snapshots=snapshots)
+        except services.IngestThrottled as throttled:
+            raise Throttled(wait=60, detail=str(throttled)) from None
         except services.IngestRefused as refused:
             error = {"code": refused.code, "message": refused.message, "details": refused.details}
             return Response({"error": error}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
-        return Response({"stored": ingested.stored, "state": ingested.state, "reason": ingested.reason,
-                         "live_al": ingested.live_al}, status=status.HTTP_201_CREATED)  # fmt: skip
+        retried = ingested.stored == 0  # every snapshot is stored already: an exact retry changes nothing
+        return Response({"stored": ingested.stored, "skipped": ingested.skipped, "state": ingested.state,
+                         "reason": ingested.reason, "live_al": ingested.live_al},
+                        status=status.HTTP_200_OK if retried else status.HTTP_201_CREATED)  # fmt: skip
 
     @extend_schema(responses=dict[str, Any])
     def get(self, request: Request, pk: int) -> Response:
@@ -196,22 +214,12 @@ def _snapshot(data: dict[str, Any]) -> live.Snapshot:
                          data["requests"], data.get("started_at"), data.get("engine_version") or None, data.get("k"))  # fmt: skip
 
 
-def _within_limits(deployment: Deployment, count: int) -> None:
-    """At most SPECHUB_LIVE_SNAPSHOTS_PER_PUSH in one push, and SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE a deployment."""
+def _within_push_limit(count: int) -> None:
+    """At most SPECHUB_LIVE_SNAPSHOTS_PER_PUSH in one push (the per-minute limit is counted under the ingest's lock)."""
     if count > settings.SPECHUB_LIVE_SNAPSHOTS_PER_PUSH:
         raise DRFValidationError({"snapshots": f"{count} snapshots in one push; send at most "
                                                f"{settings.SPECHUB_LIVE_SNAPSHOTS_PER_PUSH}."})  # fmt: skip
-    recent = LiveSnapshot.objects.filter(deployment=deployment, received_at__gte=timezone.now() - timedelta(minutes=1)).count()
-    if recent + count > settings.SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE:
-        raise Throttled(wait=60, detail=f"At most {settings.SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE} snapshots a minute for one "
-                                        "deployment: push less often (spechub watch --every 60).")  # fmt: skip
 
 
 def _days(given: str | None) -> int:
-    try:
-        days = float(given or 7)
-    except ValueError:
-        raise DRFValidationError({"days": "Give a number of days, e.g. 7."}) from None
-    if not math.isfinite(days) or not 1 <= days <= 366:
-        raise DRFValidationError({"days": "Days run from 1 to 366."})
-    return int(days)
+    return whole_number(given, name="days", high=366, default=7)

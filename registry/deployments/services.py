@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,10 @@ from registry.deployments.selectors import as_snapshot, certified_for, latest_sn
 from registry.models import Certificate, Deployment, LiveSnapshot, Pair, WebhookEvent, Workload
 from registry.services.notifications import owner_event_notify
 
+RESET_HINT = (
+    " If the watcher's clock ran ahead once, reset the deployment's ingest state on its page, or POST "
+    "/api/v1/deployments/<id>/ingest/reset/: the snapshots read in the future go, its history stays."
+)
 TOKEN_PREFIX = "shd_"  # noqa: S105  # the format's prefix, not a secret
 
 
@@ -73,45 +78,92 @@ class IngestRefused(Exception):
         self.code, self.message, self.details = code, message, details or {}
 
 
+class IngestThrottled(Exception):
+    """The deployment has stored its SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE this minute: nothing of the push was stored."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"At most {limit} snapshots a minute for one deployment: push less often (spechub watch --every 60).")
+        self.limit = limit
+
+
 @dataclass(frozen=True)
 class Ingested:
     stored: int
+    skipped: int  # equal to snapshots already stored: a retried push
     state: str
     reason: str
     live_al: float | None
 
 
-def observations_ingest(*, deployment: Deployment, snapshots: Sequence[live.Snapshot]) -> Ingested:
+def observations_ingest(*, deployment: Deployment, snapshots: Sequence[live.Snapshot], now: float | None = None) -> Ingested:
     """Store the snapshots and the windows they close, then judge the newest windows; all or nothing.
 
-    A snapshot equal to one already stored (a retried push) is skipped; one that contradicts it is refused."""
+    A snapshot equal to one already stored (a retried push) is skipped; one that contradicts it is refused. The
+    per-minute limit is counted under the deployment's row lock (on SQLite, the write lock every transaction takes at
+    its start), so pushes at the same moment count each other."""
     with transaction.atomic():
         locked = Deployment.objects.select_for_update().get(pk=deployment.pk)
-        rows = _rows(locked, snapshots)
+        rows = _rows(locked, snapshots, time.time() if now is None else now)
+        _within_rate(locked, len(rows))
         LiveSnapshot.objects.bulk_create(rows)
+        if rows:
+            _judge(locked)
+    return Ingested(len(rows), len(snapshots) - len(rows), locked.state, locked.state_reason, locked.live_al)
+
+
+def _within_rate(deployment: Deployment, count: int) -> None:
+    limit = settings.SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE
+    since = timezone.now() - timedelta(minutes=1)
+    if count and LiveSnapshot.objects.filter(deployment=deployment, received_at__gte=since).count() + count > limit:
+        raise IngestThrottled(limit)
+
+
+def deployment_ingest_reset(*, deployment: Deployment, now: float | None = None) -> int:
+    """Remove the snapshots read after the server's clock (a watcher's clock that ran ahead), which would put every
+    correct push after them out of order; the history up to now stays. Return how many were removed."""
+    ahead = datetime.fromtimestamp((time.time() if now is None else now) + live.MAX_CLOCK_AHEAD, UTC)
+    with transaction.atomic():
+        locked = Deployment.objects.select_for_update().get(pk=deployment.pk)
+        removed, _ = LiveSnapshot.objects.filter(deployment=locked, read_at__gt=ahead).delete()
         _judge(locked)
-    return Ingested(len(rows), locked.state, locked.state_reason, locked.live_al)
+    return removed
 
 
-def _rows(deployment: Deployment, snapshots: Sequence[live.Snapshot]) -> list[LiveSnapshot]:
+def _rows(deployment: Deployment, snapshots: Sequence[live.Snapshot], now: float) -> list[LiveSnapshot]:
     last = latest_snapshot(deployment=deployment)
     previous = as_snapshot(last) if last is not None else None
     rows = []
     for index, snapshot in enumerate(sorted(snapshots, key=lambda s: s.read_at)):
         try:
             live.check(snapshot)
-            if previous is not None and _same_time(previous, snapshot):
-                if _values(previous) != _values(snapshot):
-                    raise live.Refused(
-                        "live:conflict", f"a snapshot read at {snapshot.read_at} is already stored with other counts."
-                    )
+            live.check_clock(snapshot, now=now)
+            if _stored_already(deployment, previous, snapshot):
                 continue
             window = live.window(previous, snapshot) if previous is not None else None
         except live.Refused as refused:
-            raise IngestRefused(refused.code, refused.message, {"snapshot": index, "read_at": snapshot.read_at}) from None
+            message = refused.message + (RESET_HINT if refused.code == "live:out-of-order" else "")
+            raise IngestRefused(refused.code, message, {"snapshot": index, "read_at": snapshot.read_at}) from None
         rows.append(_row(deployment, snapshot, window))
         previous = snapshot
     return rows
+
+
+def _stored_already(deployment: Deployment, previous: live.Snapshot | None, snapshot: live.Snapshot) -> bool:
+    """True when `snapshot` equals the previous one or a stored one read at its time: a retry, skipped.
+    Refused when one read at that time holds other counts."""
+    if previous is None or snapshot.read_at > previous.read_at:
+        return False
+    same = previous if _same_time(previous, snapshot) else _stored_at(deployment, snapshot.read_at)
+    if same is None:
+        return False  # not a retry: live.window says it is out of order
+    if _values(same) != _values(snapshot):
+        raise live.Refused("live:conflict", f"a snapshot read at {snapshot.read_at} is already stored with other counts.")
+    return True
+
+
+def _stored_at(deployment: Deployment, read_at: float) -> live.Snapshot | None:
+    rows = LiveSnapshot.objects.filter(deployment=deployment, read_epoch=int(read_at))[:100]
+    return next((as_snapshot(r) for r in rows if round(r.read_at.timestamp(), 6) == round(read_at, 6)), None)
 
 
 def _same_time(a: live.Snapshot, b: live.Snapshot) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -19,6 +20,7 @@ from kernel import live
 from registry import charts
 from registry.deployments import selectors, services
 from registry.models import Deployment, Pair, Workload
+from registry.params import whole_number, whole_number_or_none
 from registry.states import RunState
 
 DAYS = (1, 7, 30, 365)
@@ -40,24 +42,32 @@ def deployments(request: HttpRequest) -> HttpResponse:
             error = " ".join(refused.messages)
     context = {
         "rows": list(selectors.deployments_of(user=request.user)[:100]),
-        "pairs": Pair.objects.filter(runs__state=RunState.FINISHED).select_related("draft", "verifier").distinct()[:200],
+        "pairs": _certified_pairs()[:200],
         "workloads": Workload.objects.filter(owner_id=request.user.pk, deleted_at__isnull=True)[:100],
         "error": error,
     }
-    return render(request, "registry/deployments.html", context)
+    return render(request, "registry/deployments.html", context, status=422 if error else 200)
 
 
 def _pair(given: str | None) -> Pair:
-    found = Pair.objects.select_related("verifier").filter(pk=int(given)).first() if given and given.isdigit() else None
+    pk = whole_number_or_none(given, low=1)
+    found = _certified_pairs().filter(pk=pk).first() if pk is not None else None
     if found is None:
         raise ValidationError("Choose a certified pair from the list.")
     return found
 
 
+def _certified_pairs() -> QuerySet[Pair]:
+    """Pairs with a finished run on the public suite: a private workload's run alone holds no deployment."""
+    finished = Pair.objects.filter(runs__state=RunState.FINISHED, runs__workload__isnull=True)
+    return finished.select_related("draft", "verifier").distinct()
+
+
 def _workload(request: HttpRequest, given: str | None) -> Workload | None:
     if not given:
         return None
-    found = Workload.objects.filter(pk=int(given), owner_id=request.user.pk).first() if given.isdigit() else None
+    pk = whole_number_or_none(given, low=1)
+    found = Workload.objects.filter(pk=pk, owner_id=request.user.pk, deleted_at__isnull=True).first() if pk else None
     if found is None:
         raise ValidationError("Choose one of your workloads, or none.")
     return found
@@ -70,8 +80,7 @@ def deployment_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _detail(request: HttpRequest, deployment: Deployment, token: str | None) -> HttpResponse:
-    days = int(request.GET.get("days", "7")) if request.GET.get("days", "7").isdigit() else 7
-    days = days if days in DAYS else 7
+    days = whole_number(request.GET.get("days"), name="days", high=366, default=7)
     certified = selectors.certified_for(deployment=deployment)
     points = selectors.timeline(deployment=deployment, certified=certified, since=timezone.now() - timedelta(days=days))
     context: dict[str, Any] = {
@@ -103,6 +112,14 @@ def deployment_token(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def deployment_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     services.deployment_token_revoke(deployment=selectors.deployment_for(user=request.user, pk=pk))
+    return redirect("deployment", pk=pk)
+
+
+@login_required
+@require_POST
+def deployment_ingest_reset(request: HttpRequest, pk: int) -> HttpResponse:
+    """Drop the snapshots a watcher's clock put in the future, so that correct pushes are taken again."""
+    services.deployment_ingest_reset(deployment=selectors.deployment_for(user=request.user, pk=pk))
     return redirect("deployment", pk=pk)
 
 

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from kernel.formats.vllm_support import DRAFTLESS_METHODS
 from registry.models import HubModel, Method, Pair
+from registry.params import echo
 
 
 def hub_model_get_or_create(*, repo_id: str, sha: str, role: str, **fields: Any) -> tuple[HubModel, bool]:
@@ -37,9 +38,9 @@ def pair_identity(pair: Pair) -> str:
 
 def _check_draft(*, method: str, draft: HubModel | None) -> None:
     if method in DRAFTLESS_METHODS and draft is not None:
-        raise ValidationError(f"Method {method!r} uses no draft model; leave the draft empty.", code="draft-not-used")
+        raise ValidationError(f"Method {echo(method)} uses no draft model; leave the draft empty.", code="draft-not-used")
     if method not in DRAFTLESS_METHODS and draft is None:
-        raise ValidationError(f"Method {method!r} needs a draft model; name its repo and revision.", code="draft-missing")
+        raise ValidationError(f"Method {echo(method)} needs a draft model; name its repo and revision.", code="draft-missing")
 
 
 def pair_get_or_create(
@@ -59,7 +60,7 @@ def pair_get_or_create(
     race hits IntegrityError inside get_or_create and reads the winner's row.
     """
     if method not in Method.values:
-        raise ValidationError(f"Unknown method {method!r}; use one of {sorted(Method.values)}.", code="unknown-method")
+        raise ValidationError(f"Unknown method {echo(method)}; use one of {sorted(Method.values)}.", code="unknown-method")
     _check_draft(method=method, draft=draft)
     candidate = Pair(
         verifier=verifier,

@@ -21,6 +21,7 @@ from kernel.spec import RunSpec
 from registry.celery import hardware_queues
 from registry.dispatch import task_send
 from registry.models import CertificationRun, Pair, Priority, RunTrigger, Workload, WorkloadResult
+from registry.params import echo
 from registry.selectors import run_spec
 from registry.services.publishing import run_publish
 from registry.services.qualifications import document_judge
@@ -97,7 +98,8 @@ def run_create(
 ) -> CertificationRun:
     """Queue a certification of `pair` on `hardware` (on a user's own `workload`, privately); dispatched after commit."""
     if hardware not in hardware_queues():
-        raise ValidationError(f"Unknown hardware class {hardware!r}; use one of {hardware_queues()}.", code="unknown-hardware")
+        known = hardware_queues()
+        raise ValidationError(f"Unknown hardware class {echo(hardware)}; use one of {known}.", code="unknown-hardware")
     run = CertificationRun.objects.create(
         pair=pair,
         hardware=hardware,

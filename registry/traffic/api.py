@@ -21,9 +21,12 @@ from kernel.traffic import CHUNK
 from registry.api.parsers import JSONParser
 from registry.api.serializers import RunOut, acceptance_out
 from registry.models import Pair, Workload
+from registry.params import echo, whole_number
 from registry.traffic.report import workload_report
 from registry.traffic.selectors import bench_command, export_lines, sample_line, workload_candidates, workload_for, workloads_of
 from registry.traffic.services import workload_certify, workload_create, workload_delete
+
+MAX_CONCURRENCY = 4096
 
 
 class WorkloadOut(serializers.ModelSerializer[Workload]):
@@ -115,7 +118,7 @@ def _pairs(workload: Workload, drafts: object) -> list[Pair]:
     candidates = workload_candidates(workload=workload)
     if drafts == "all":
         return list(candidates)
-    if not isinstance(drafts, list) or not all(type(d) is int for d in drafts) or not 1 <= len(drafts) <= 50:
+    if not isinstance(drafts, list) or not all(type(d) is int and 1 <= d <= 10**18 for d in drafts) or not 1 <= len(drafts) <= 50:
         raise DRFValidationError({"drafts": 'Give a list of 1 to 50 pair ids, or "all".'})
     found = {pair.pk: pair for pair in candidates.filter(pk__in=drafts)}
     missing = [d for d in drafts if d not in found]
@@ -133,19 +136,13 @@ class WorkloadReport(APIView):
         concurrency, hardware = _concurrency(request.query_params.get("concurrency")), request.query_params.get("hardware")
         report = workload_report(workload=workload, concurrency=concurrency, hardware=hardware)
         if hardware and report["hardware"] != hardware:
-            raise DRFValidationError({"hardware": f"No finished run on {hardware!r} for this workload; measured on "
+            raise DRFValidationError({"hardware": f"No finished run on {echo(hardware)} for this workload; measured on "
                                                   f"{report['hardware_measured'] or 'nothing yet'}."})  # fmt: skip
         return Response(report_json(workload, report))
 
 
 def _concurrency(given: str | None) -> int:
-    try:
-        value = int(given or 1)
-    except ValueError:
-        raise DRFValidationError({"concurrency": "Give a whole number of concurrent requests, e.g. 4."}) from None
-    if not 1 <= value <= 4096:
-        raise DRFValidationError({"concurrency": "Concurrency runs from 1 to 4096."})
-    return value
+    return whole_number(given, name="concurrency", high=MAX_CONCURRENCY, default=1)
 
 
 def report_json(workload: Workload, report: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from django.utils import timezone
 from kernel import traffic as kw
 from kernel.errors import UserError
 from registry.models import CertificationRun, HubModel, Pair, Role, RunTrigger, Workload
+from registry.params import echo
 from registry.selectors import measuring_plan
 from registry.services.gate import hub_client
 from registry.services.runs import run_cancel, run_create
@@ -101,7 +102,7 @@ def _verifier(repo_id: str) -> HubModel:
     found = HubModel.objects.filter(repo_id=repo_id, role=Role.VERIFIER).order_by("-created_at").first()
     if found is None:
         raise ValidationError(
-            f"{repo_id!r} is not a verifier in the catalog; pick one listed at /api/v1/pairs/.", code="unknown-verifier"
+            f"{echo(repo_id)} is not a verifier in the catalog; pick one listed at /api/v1/pairs/.", code="unknown-verifier"
         )
     return found
 

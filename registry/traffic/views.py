@@ -5,7 +5,6 @@ Another user's workload is a 404 on every page, never a 403 that would confirm i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +21,8 @@ from kernel.traffic import CHUNK, FORMATS
 from registry import charts
 from registry.celery import hardware_queues
 from registry.models import Workload
-from registry.traffic.api import export_response
+from registry.params import whole_number
+from registry.traffic.api import MAX_CONCURRENCY, export_response
 from registry.traffic.report import draft_name, workload_report
 from registry.traffic.selectors import (
     bench_command,
@@ -107,13 +107,10 @@ def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "registry/workload.html", context, status=422 if error else 200)
 
 
-PAIR_ID = re.compile("[0-9]{1,18}")  # ASCII digits only ('²'.isdigit() is true), and no 5,000-digit int
-
-
 def _certify(request: HttpRequest, workload: Workload) -> str:
     chosen = request.POST.getlist("pair")
     candidates = workload_candidates(workload=workload)
-    pairs = list(candidates if "all" in chosen else candidates.filter(pk__in=[int(p) for p in chosen if PAIR_ID.fullmatch(p)]))
+    pairs = list(candidates if "all" in chosen else candidates.filter(pk__in=[whole_number(p, name="pair") for p in chosen]))
     try:
         workload_certify(workload=workload, pairs=pairs, hardware=request.POST.get("hardware", "cpu"), requested_by=request.user)
     except ValidationError as refused:
@@ -122,10 +119,7 @@ def _certify(request: HttpRequest, workload: Workload) -> str:
 
 
 def _concurrency(given: str | None) -> int:
-    try:
-        return min(max(int(given or 1), 1), 4096)
-    except ValueError:
-        return 1
+    return whole_number(given, name="concurrency", high=MAX_CONCURRENCY, default=1)
 
 
 def _charts(report: dict[str, Any]) -> dict[str, SafeString]:

@@ -197,8 +197,9 @@ def test_a_stranger_gets_404_everywhere_and_a_revoked_token_401(registered, stra
     assert LiveSnapshot.objects.count() == 0
 
 
-def test_thinning_keeps_an_hour_each_and_the_snapshot_before_a_restart_and_the_windows_sum_the_same(registered):
+def test_thinning_keeps_an_hour_each_and_the_snapshot_before_a_restart_and_the_windows_sum_the_same(registered, settings):
     deployment, _ = registered
+    settings.SPECHUB_LIVE_SNAPSHOTS_PER_MINUTE = 1000  # three hours of readings, stored in one minute
     start = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
     before, after = Server(), Server(started_at=2000.0)  # the server restarts after two hours
     readings = [(before if i <= 120 else after).serve(start + 60 * i, 100, 2.4, 4) for i in range(1, 181)]
@@ -249,3 +250,62 @@ def test_the_pages_register_show_the_token_once_and_draw_the_live_acceptance(own
     assert client_of(stranger).get(f"/deployments/{deployment.pk}/").status_code == 404
     refused = client.post("/deployments/", {"name": "", "pair": str(pair.pk)}).content.decode()
     assert "Not registered" in refused and "Name the deployment" in refused
+
+
+@pytest.mark.parametrize(
+    ("given", "field"),
+    [
+        ({"read_at": NOW + 200 * 365 * 86400}, "read_at"),
+        ({"started_at": 1e308}, "started_at"),
+        ({"read_at": NOW + 400}, "read_at"),
+    ],
+    ids=["read-200-years-ahead", "started-at-1e308", "read-400-s-ahead"],
+)
+def test_a_watcher_clock_ahead_of_the_servers_is_refused_and_later_pushes_still_land(registered, given, field):
+    deployment, token = registered
+    server = Server()
+    refused = push(deployment, token, {**server.serve(NOW - 120, 1000, 2.4, 40), **given})
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "live:clock-ahead", refused.content
+    assert "the watcher's clock is ahead" in refused.json()["error"]["message"] and field in refused.json()["error"]["message"]
+    assert not LiveSnapshot.objects.exists()
+    assert push(deployment, token, server.serve(NOW - 60, 1000, 2.4, 40)).status_code == 201
+
+
+def test_a_clock_within_five_minutes_ahead_is_taken(registered):
+    deployment, token = registered
+    assert push(deployment, token, Server().serve(NOW + 60, 1000, 2.4, 40)).status_code == 201
+
+
+def test_resetting_the_ingest_state_drops_only_the_future_snapshots_and_correct_pushes_land_again(registered, owner):
+    deployment, token = registered
+    server = Server()
+    history = [server.serve(NOW - 300, 1000, 2.4, 40), server.serve(NOW - 240, 2000, 2.4, 80)]
+    assert push(deployment, token, *history).status_code == 201
+    # A future snapshot stored before the clock check existed (or straight into the table): it blocks every push.
+    services.observations_ingest(deployment=deployment, snapshots=[_live(server.serve(NOW + 10**9, 10, 2.4, 1))],
+                                 now=NOW + 10**9)  # fmt: skip
+    blocked = push(deployment, token, server.serve(NOW - 60, 1000, 2.4, 40))
+    assert blocked.status_code == 422 and "reset the deployment's ingest state" in blocked.json()["error"]["message"]
+    answer = client_of(owner).post(f"/api/v1/deployments/{deployment.pk}/ingest/reset/")
+    assert answer.status_code == 200 and answer.json() == {"removed": 1}
+    assert LiveSnapshot.objects.filter(deployment=deployment).count() == 2  # the history stays
+    later = push(deployment, token, server.serve(NOW - 30, 1000, 2.4, 40))
+    assert later.status_code == 201, later.content
+    last = LiveSnapshot.objects.filter(deployment=deployment).order_by("read_at").last()
+    assert last is not None and last.w_drafts == 1010 + 1000  # its window spans the dropped one
+    page = client_of(owner).post(f"/deployments/{deployment.pk}/reset/")
+    assert page.status_code == 302 and LiveSnapshot.objects.filter(deployment=deployment).count() == 3
+
+
+def test_an_exact_retry_of_a_stored_batch_is_a_200_that_stores_nothing_and_a_changed_one_a_conflict(registered):
+    deployment, token = registered
+    server = Server()
+    batch = [server.serve(NOW - 300 + 60 * i, 1000, 2.4, 40) for i in range(4)]
+    assert push(deployment, token, *batch).status_code == 201
+    retried = push(deployment, token, *batch)
+    assert retried.status_code == 200 and (retried.json()["stored"], retried.json()["skipped"]) == (0, 4), retried.content
+    partly = push(deployment, token, *batch[2:], server.serve(NOW - 30, 1000, 2.4, 40))
+    assert partly.status_code == 201 and (partly.json()["stored"], partly.json()["skipped"]) == (1, 2)
+    changed = push(deployment, token, {**batch[1], "requests": batch[1]["requests"] + 1})
+    assert changed.status_code == 422 and changed.json()["error"]["code"] == "live:conflict"
+    assert LiveSnapshot.objects.filter(deployment=deployment).count() == 5

@@ -168,6 +168,16 @@ def test_a_socket_path_database_url_is_understood(monkeypatch):
     assert (config["HOST"], config["NAME"]) == ("/tmp/pg", "spechub")
 
 
+def test_any_sqlite_database_url_takes_the_write_lock_when_a_transaction_begins(monkeypatch, tmp_path):
+    """select_for_update is a no-op on SQLite: IMMEDIATE transactions are what holds the quota and rate checks."""
+    monkeypatch.setenv("X_DB", f"sqlite:///{tmp_path}/named.sqlite3")
+    named = envconf.env_database("X_DB", default_sqlite_path="unused")
+    monkeypatch.delenv("X_DB")
+    default = envconf.env_database("X_DB", default_sqlite_path=str(tmp_path / "default.sqlite3"))
+    for config in (named, default):
+        assert config["OPTIONS"]["transaction_mode"] == "IMMEDIATE" and config["OPTIONS"]["timeout"] == 20
+
+
 def test_env_url_refuses_a_missing_scheme(monkeypatch):
     monkeypatch.setenv("X_URL", "localhost:6379")
     with pytest.raises(ImproperlyConfigured, match="X_URL has scheme"):

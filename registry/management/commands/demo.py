@@ -193,16 +193,46 @@ def _speed(run: CertificationRun) -> str:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop a child and everything it started (a worker's vLLM servers run in process groups of their own)."""
+    """Stop a child and everything it started (a worker's vLLM servers run in process groups of their own).
+
+    The tree is frozen first and its root killed while frozen: a Celery worker told to stop finishes its task, and
+    could start a vLLM server, in a session of its own, between our listing of its children and its exit."""
     import psutil
 
     with contextlib.suppress(psutil.Error):
-        family = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
-        for member in family:
+        root = psutil.Process(process.pid)
+        descendants = _frozen(root)
+        root.kill()
+        for member in descendants:
             with contextlib.suppress(psutil.Error):
                 member.terminate()
-        _, alive = psutil.wait_procs(family, timeout=10)
+                member.resume()  # a stopped process acts on SIGTERM only once it runs again
+        _, alive = psutil.wait_procs(descendants, timeout=10)
         for member in alive:
             with contextlib.suppress(psutil.Error):
                 member.kill()
     process.wait()
+
+
+def _frozen(root: Any) -> list[Any]:
+    """Suspend `root` and its descendants until a listing finds no new one; return the descendants."""
+    import psutil
+
+    root.suspend()
+    family: dict[int, Any] = {}
+    while found := [child for child in _children([root, *family.values()]) if child.pid not in family]:
+        for child in found:
+            family[child.pid] = child  # listed once, even when it is gone or a zombie already
+            with contextlib.suppress(psutil.Error):
+                child.suspend()
+    return list(family.values())
+
+
+def _children(members: list[Any]) -> list[Any]:
+    import psutil
+
+    listed = []
+    for member in members:
+        with contextlib.suppress(psutil.Error):
+            listed.extend(member.children(recursive=True))
+    return listed
