@@ -25,7 +25,6 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
@@ -33,7 +32,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from kernel.result import CertifiedResults, Environment, Properties, best_k_of
+from kernel.result import CertifiedResults, Environment, Properties
 from kernel.spec import InputFields
 
 FORMAT = "spechub-certificate/1"
@@ -143,6 +142,8 @@ def _json_object(data: bytes) -> dict[str, Any]:
         found = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError) as exc:
         raise CertificateInvalid(f"Not a certificate: the file is not UTF-8 JSON ({exc}).") from None
+    except RecursionError:  # nested deeper than the parser's stack: no certificate is
+        raise CertificateInvalid("Not a certificate: its JSON is nested too deeply to read.") from None
     if not isinstance(found, dict):
         raise CertificateInvalid("Not a certificate: expected a JSON object.")
     return found
@@ -280,41 +281,3 @@ def public_key_from_pem(pem: bytes, source: str) -> Ed25519PublicKey:
     if not isinstance(key, Ed25519PublicKey):
         raise CertificateInvalid(f"{source} holds a {type(key).__name__}, not an Ed25519 public key.")
     return key
-
-
-def describe(verified: Verified, now: datetime) -> tuple[str, bool]:
-    """Return what a verified certificate states, in a few lines for a person, and whether it has expired."""
-    payload = verified.payload
-    expired = datetime.fromisoformat(payload["expires_at"]) <= now
-    inputs = payload["inputs"]
-    pinned = inputs["draft"]
-    draft = f"{pinned['repo_id']}@{pinned['sha']}" if pinned else inputs["method"]
-    lines = [
-        f"Signature valid (ed25519, key {verified.key_id}); digest {verified.digest}.",
-        f"  {payload['verdict']}: {draft} → {inputs['verifier']['repo_id']}@{inputs['verifier']['sha']}"
-        f" (k={inputs['num_speculative_tokens']}) on {inputs['hardware']}",
-        *(f"  {name}: {judged['outcome']} — {judged['reason']}" for name, judged in _properties(payload).items()),
-        *_best_k(payload),
-        f"  issued {payload['issued_at']}, {'EXPIRED' if expired else 'expires'} {payload['expires_at']}",
-        f"  reproduce: {payload['reproduce']}",
-    ]
-    return "\n".join(lines), expired
-
-
-def _properties(payload: Payload) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = cast(dict[str, dict[str, Any]], payload.get("properties") or {})
-    return found
-
-
-def _best_k(payload: Payload) -> list[str]:
-    """The best k at each level: predicted there, then measured, with the measured figure's interval."""
-    results = payload.get("results")
-    measured = results["throughput"] if results else None
-    rows = best_k_of(measured) if measured else []
-    parts = [
-        f"c={row['concurrency']} k={row['best_k']} "
-        + (f"({row['measured_speedup']:.2f}x [{row['interval'][0]:.2f}, {row['interval'][1]:.2f}] measured)"
-           if row["measured_speedup"] is not None and row["interval"] else "(predicted only)")
-        for row in rows
-    ]  # fmt: skip
-    return [f"  best k: {'; '.join(parts)}"] if parts else []

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(COMMANDS[args.command](client, args))
     except SpecHubError as error:
         print(f"spechub: {error.code}: {error.message}", file=sys.stderr)
-        return INVALID if 400 <= error.status < 500 else 2
+        return INVALID if 300 <= error.status < 500 else 2  # a redirect: the URL given was not the server's own
 
 
 def gate(client: Client, args: argparse.Namespace) -> int:
@@ -190,12 +190,12 @@ def recommend(client: Client, args: argparse.Namespace) -> int:
 
 def verify(args: argparse.Namespace) -> int:
     """Verify with a key you trust: a PEM file, or the key pinned for the server; needs no Django, no database."""
-    from kernel import certificates
+    from kernel import certificate_text
 
     verified = _verified(args)
     if verified is None:
         return INVALID
-    text, expired = certificates.describe(verified, datetime.now(UTC))
+    text, expired = certificate_text.describe(verified, datetime.now(UTC))
     print(text)
     return EXPIRED if expired else 0
 
@@ -229,13 +229,16 @@ def _trusted_key(args: argparse.Namespace) -> tuple[Any, str | None]:
     first_use = pinned is None
     if pinned is None:
         pinned = {**client.public_key(), "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    if not isinstance(pinned, dict) or not isinstance(pinned.get("public_key_pem"), str):
+        raise SpecHubError(0, "client:config-invalid", f"{keyring.path()}: the entry for {client.base_url} holds no PEM key; "
+                           "remove it and verify again to pin the server's key")  # fmt: skip
     key = certificates.public_key_from_pem(pinned["public_key_pem"].encode(), f"the key pinned for {client.base_url}")
     if first_use:
         keyring.write({**ring, client.base_url: pinned})
         said = f"{client.base_url}'s key {certificates.key_id(key)} (issuer {pinned['issuer']!r})"
         print(f"spechub: trusting {said} on first use; pinned in {keyring.path()}, its certificates are checked against it "
               "from now on.", file=sys.stderr)  # fmt: skip
-    return key, pinned.get("issuer") or None
+    return key, str(pinned.get("issuer") or "") or None
 
 
 def reproduce(args: argparse.Namespace) -> int:

@@ -26,13 +26,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, TypeVar
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 FINAL_STATES = frozenset({"finished", "failed_user", "failed_infra", "cancelled"})
 CONFIG = Path("~/.config/spechub/config.toml")
+_SET_URL = "--url, SPECHUB_URL or the config file's url"
+_T = TypeVar("_T")
 
 
 class SpecHubError(Exception):
@@ -72,10 +74,14 @@ def normalised(url: str) -> str:
 
 def plain_http_check(url: str, *, allow_http: bool) -> None:
     """Refuse a URL that is not https, unless it is plain http to this machine, or plain http was allowed."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError:  # an unbalanced [ in an IPv6 host
+        hostname = None
+    if not hostname or parts.scheme not in ("http", "https"):
         raise SpecHubError(0, "client:bad-url", f"{url!r} is not a server URL; give one like https://spechub.example")
-    if parts.scheme == "https" or allow_http or _loopback(parts.hostname):
+    if parts.scheme == "https" or allow_http or _loopback(hostname):
         return
     said = "Use https://, or pass --allow-http (SPECHUB_ALLOW_HTTP=1) on a network you trust."
     raise SpecHubError(
@@ -120,66 +126,77 @@ class Client:
         headers.update(options.pop("headers", None) or {})
         try:
             answer = httpx.request(method, f"{self.base_url}{path}", headers=headers, timeout=self.timeout, **options)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise SpecHubError(0, "client:unreachable", f"{self.base_url}: {exc}") from None
-        if answer.status_code >= 400:
-            raise _refusal(answer)
+        if not answer.is_success:
+            raise _redirected(answer, self.base_url) if 300 <= answer.status_code < 400 else _refusal(answer)
         return answer
 
     def _json(self, method: str, path: str, *, auth: bool = False, **options: Any) -> Any:
-        return self._request(method, path, auth=auth, **options).json()
+        """The answer's JSON; SpecHubError when a 2xx is not JSON (a proxy's page, or not SpecHub at this URL)."""
+        answer = self._request(method, path, auth=auth, **options)
+        try:
+            return answer.json()
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
+            raise _not_json(answer, self.base_url) from None
+
+    def _object(self, method: str, path: str, *, auth: bool = False, **options: Any) -> dict[str, Any]:
+        return _shaped(self._json(method, path, auth=auth, **options), dict, f"{method} {path}")
+
+    def _list(self, method: str, path: str, *, auth: bool = False, **options: Any) -> list[Any]:
+        return _shaped(self._json(method, path, auth=auth, **options), list, f"{method} {path}")
 
     def compatibility(self, *, verifier: str, draft: str | None = None, method: str | None = None, k: int | None = None,
                       verifier_revision: str = "main", draft_revision: str = "main") -> dict[str, Any]:  # fmt: skip
         """The gate's verdict on a pair, creating nothing."""
         body = {"verifier": verifier, "verifier_revision": verifier_revision, "draft": draft or "",
                 "draft_revision": draft_revision, "method": method, "num_speculative_tokens": k}  # fmt: skip
-        return dict(self._json("POST", "/api/v1/compatibility/", json={k: v for k, v in body.items() if v is not None}))
+        return self._object("POST", "/api/v1/compatibility/", json={k: v for k, v in body.items() if v is not None})
 
     def submit(self, *, draft: str, verifier: str = "", revision: str = "main", verifier_revision: str = "main",
                method: str | None = None, k: int | None = None) -> dict[str, Any]:  # fmt: skip
         """Submit a draft (signed in): the gate's verdict, and the queued run's id in `run`."""
         body = {"repo_id": draft, "revision": revision, "verifier_repo_id": verifier,
                 "verifier_revision": verifier_revision, "method": method, "num_speculative_tokens": k}  # fmt: skip
-        return dict(self._json("POST", "/api/v1/submissions/", auth=True, json={k: v for k, v in body.items() if v is not None}))
+        return self._object("POST", "/api/v1/submissions/", auth=True, json={k: v for k, v in body.items() if v is not None})
 
     def run(self, run_id: int) -> dict[str, Any]:
-        return dict(self._json("GET", f"/api/v1/runs/{run_id}/", auth=True))
+        return self._object("GET", f"/api/v1/runs/{run_id}/", auth=True)
 
     def runs(self) -> list[dict[str, Any]]:
         """The newest page of runs."""
-        return list(self._json("GET", "/api/v1/runs/", auth=True)["results"])
+        page = self._object("GET", "/api/v1/runs/", auth=True)
+        return _shaped(page.get("results"), list, "GET /api/v1/runs/ results")
 
     def pair(self, pair_id: int) -> dict[str, Any]:
-        return dict(self._json("GET", f"/api/v1/pairs/{pair_id}/"))
+        return self._object("GET", f"/api/v1/pairs/{pair_id}/")
 
     def recommend(self, *, verifier: str, concurrency: int = 1, hardware: str = "cpu", workload: str = "") -> dict[str, Any]:
         params = {"verifier": verifier, "concurrency": concurrency, "hardware": hardware, "workload": workload}
-        return dict(self._json("GET", "/api/v1/recommendations/", params=params))
+        return self._object("GET", "/api/v1/recommendations/", params=params)
 
     def workload_upload(self, path: Path, *, verifier: str, name: str = "") -> dict[str, Any]:
         """Upload your own traffic for a verifier (streamed as multipart); the same requests again return the first upload."""
         with path.open("rb") as stream:
             files = {"file": (path.name, stream, "application/octet-stream")}
-            return dict(
-                self._json("POST", "/api/v1/workloads/", auth=True, data={"verifier": verifier, "name": name}, files=files)
-            )
+            return self._object("POST", "/api/v1/workloads/", auth=True, data={"verifier": verifier, "name": name}, files=files)
 
     def workload_certify(
         self, workload_id: int, *, drafts: list[int] | str = "all", hardware: str = "cpu"
     ) -> list[dict[str, Any]]:
         """Certify drafts (pair ids, or "all" gate-compatible ones) on your workload, privately; return the queued runs."""
-        return list(
-            self._json("POST", f"/api/v1/workloads/{workload_id}/runs/", auth=True, json={"drafts": drafts, "hardware": hardware})
-        )
+        path = f"/api/v1/workloads/{workload_id}/runs/"
+        return self._list("POST", path, auth=True, json={"drafts": drafts, "hardware": hardware})
 
     def workload_report(self, workload_id: int, *, concurrency: int = 1) -> dict[str, Any]:
-        return dict(self._json("GET", f"/api/v1/workloads/{workload_id}/report/", auth=True, params={"concurrency": concurrency}))
+        path = f"/api/v1/workloads/{workload_id}/report/"
+        return self._object("GET", path, auth=True, params={"concurrency": concurrency})
 
     def public_key(self) -> dict[str, str]:
         """The server's certificate key (PEM) and the issuer its certificates name; anonymous."""
-        found = self._json("GET", "/api/v1/certificates/public-key/")
-        return {"public_key_pem": str(found["public_key_pem"]), "issuer": str(found.get("issuer", ""))}
+        found = self._object("GET", "/api/v1/certificates/public-key/")
+        pem = _shaped(found.get("public_key_pem"), str, "the public key's public_key_pem")
+        return {"public_key_pem": pem, "issuer": str(found.get("issuer") or "")}
 
     def certificate_file(self, certificate_id: int) -> bytes:
         """The signed certificate file, byte for byte as issued."""
@@ -190,7 +207,7 @@ class Client:
         the API token never goes with it."""
         headers = {"Authorization": f"Bearer {ingest_token}"}
         path = f"/api/v1/deployments/{deployment}/observations/"
-        return dict(self._json("POST", path, json={"snapshots": snapshots}, headers=headers))
+        return self._object("POST", path, json={"snapshots": snapshots}, headers=headers)
 
     def wait(self, run_id: int, *, on_progress: Callable[[dict[str, Any]], None] | None = None, poll: float = 2.0,
              timeout: float = 3 * 3600) -> dict[str, Any]:  # fmt: skip
@@ -208,12 +225,52 @@ class Client:
 
 
 def _refusal(answer: httpx.Response) -> SpecHubError:
+    """SpecHub's own error ({"error": {"code", "message"}}), else the status and the start of whatever answered."""
     try:
-        error = answer.json().get("error") or {}
-    except ValueError:
-        error = {}
-    return SpecHubError(answer.status_code, str(error.get("code", "http")), str(error.get("message", answer.text[:300])),
+        found = answer.json()
+    except (ValueError, RecursionError):
+        found = None
+    error = found.get("error") if isinstance(found, dict) else None
+    error = error if isinstance(error, dict) else {}
+    said = answer.text[:300].strip() or answer.reason_phrase
+    return SpecHubError(answer.status_code, str(error.get("code", "http")), str(error.get("message", said)),
                         retry_after=_seconds(answer.headers.get("Retry-After")))  # fmt: skip
+
+
+def _redirected(answer: httpx.Response, base_url: str) -> SpecHubError:
+    """A redirect is never followed: the token would go with it. Say where it points, and the server URL to use."""
+    said = f"{base_url} answered HTTP {answer.status_code}"
+    target = answer.headers.get("Location", "")
+    if not target:
+        return SpecHubError(answer.status_code, "client:redirected", f"{said}, a redirect with no Location; check {_SET_URL}.")
+    server = _server_of(urljoin(str(answer.request.url), target), answer.request.url.path, base_url)
+    upgrade = " (the server wants https)" if urlsplit(server).scheme == "https" and base_url.startswith("http:") else ""
+    advice = f"use {server} as the server URL ({_SET_URL})"
+    return SpecHubError(answer.status_code, "client:redirected", f"{said}, redirecting to {target[:300]}{upgrade}: {advice}.")
+
+
+def _server_of(target: str, asked: str, base_url: str) -> str:
+    """The server URL a redirect points to: `target` less the API path that was asked, when it ends with it."""
+    wanted = asked.removeprefix(urlsplit(base_url).path)
+    parts = urlsplit(target)
+    if wanted and parts.path.endswith(wanted):
+        return f"{parts.scheme}://{parts.netloc}{parts.path.removesuffix(wanted)}"
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _not_json(answer: httpx.Response, base_url: str) -> SpecHubError:
+    kind = answer.headers.get("Content-Type") or "no Content-Type"
+    return SpecHubError(answer.status_code, "client:not-json",
+                        f"{base_url} answered HTTP {answer.status_code} with {kind}, not SpecHub's JSON: "
+                        f"check that the URL is the SpecHub server's ({_SET_URL}).")  # fmt: skip
+
+
+def _shaped(found: object, kind: type[_T], what: str) -> _T:
+    """`found` when it is a `kind`; a server answering another shape is not the SpecHub this client speaks to."""
+    if not isinstance(found, kind):
+        got = type(found).__name__
+        raise SpecHubError(0, "client:unexpected-answer", f"{what}: expected a JSON {kind.__name__}, got {got}; is this SpecHub?")
+    return found
 
 
 def _seconds(retry_after: str | None) -> float | None:

@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
+import stat
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+import zlib
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from spechub.client import Client, SpecHubError
+
+if TYPE_CHECKING:  # prometheus_client is imported when a text is parsed, not by every spechub command
+    from prometheus_client.metrics_core import Metric
+    from prometheus_client.samples import Sample
 
 COUNTER_FAMILIES = {
     "vllm:spec_decode_num_drafts": "drafts",
@@ -37,9 +44,14 @@ COUNTER_FAMILIES = {
 PER_POSITION_FAMILY = "vllm:spec_decode_num_accepted_tokens_per_pos"
 REQUESTS_FAMILY = "vllm:request_success"
 STARTED_FAMILY = "process_start_time_seconds"
+SPEC_DECODE_PREFIX = "vllm:spec_decode_"
+MAX_POSITIONS = 64  # draft positions; vLLM's num_speculative_tokens is a handful
 MAX_BYTES = 8 * 1024 * 1024  # a vLLM /metrics is tens of KiB; more is not an exposition we should hold in memory
 SCRAPE_TIMEOUT = 10.0
 MAX_REDIRECTS = 3
+ENCODINGS = "gzip, deflate"  # what _capped decodes itself, under the cap
+MAX_EVERY = 24 * 3600.0  # seconds; also the longest a Retry-After is slept
+QUOTED_LINES, QUOTED_CHARS = 3, 100  # of the lines an error quotes from a metrics text
 RATE_LIMITED_WAIT = 60.0  # a 429 without Retry-After
 INVALID = 1
 
@@ -67,37 +79,84 @@ def snapshot(text: str, *, read_at: float, engine_version: str | None, source: s
     """Parse a Prometheus exposition into a snapshot, each counter summed over its other labels (model_name, engine)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    totals = dict.fromkeys(COUNTER_FAMILIES.values(), 0)
-    per_position: dict[int, int] = {}
-    requests, started, speculating = 0, None, False
+    counts = _Counts()
     try:
         for family in text_string_to_metric_families(text):
-            speculating = speculating or family.name in COUNTER_FAMILIES
-            for sample in family.samples:
-                # `_created` comes as its own gauge family in the text format; `_total` is the count.
-                counted, value = sample.name.endswith("_total"), sample.value
-                if family.name in COUNTER_FAMILIES and counted:
-                    totals[COUNTER_FAMILIES[family.name]] += int(value)
-                elif family.name == PER_POSITION_FAMILY and counted:
-                    position = int(sample.labels.get("position", 0))
-                    per_position[position] = per_position.get(position, 0) + int(value)
-                elif family.name == REQUESTS_FAMILY and counted:
-                    requests += int(value)
-                elif family.name == STARTED_FAMILY:
-                    started = value if started is None else min(started, value)  # several processes: the oldest
+            counts.add(family, source)
     except ValueError as exc:
         raise WatchError(f"{source} is not a Prometheus exposition: {exc}") from None
-    if not speculating:
+    if not counts.speculating:
         raise WatchError(f"speculative decoding is not on for this server (no vllm:spec_decode_* counters at {source})")
-    positions = [per_position.get(i, 0) for i in range(max(per_position, default=-1) + 1)]
-    return Snapshot(read_at=read_at, per_position=positions, requests=requests, started_at=started,
-                    engine_version=engine_version, k=len(positions) or None, **totals)  # fmt: skip
+    if not counts.counted:
+        raise WatchError(f"{source} has vllm:spec_decode_* metrics but no counter watch can read "
+                         f"(vllm:spec_decode_num_drafts_total{{...}} 5 is one): {_unread(text)}")  # fmt: skip
+    positions = [counts.per_position.get(i, 0) for i in range(max(counts.per_position, default=-1) + 1)]
+    return Snapshot(read_at=read_at, per_position=positions, requests=counts.requests, started_at=counts.started,
+                    engine_version=engine_version, k=len(positions) or None, **counts.totals)  # fmt: skip
+
+
+@dataclass
+class _Counts:
+    """The counters summed so far, and whether the text speaks of spec decoding at all."""
+
+    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTER_FAMILIES.values(), 0))
+    per_position: dict[int, int] = field(default_factory=dict)
+    requests: int = 0
+    started: float | None = None
+    speculating: bool = False
+    counted: int = 0  # the spec-decode counter samples summed
+
+    def add(self, family: Metric, source: str) -> None:
+        # prometheus_client's own text names the family X and its samples X_total; OpenMetrics-style text typed as X
+        # (or not typed) makes each X_total sample a family of its own, named X_total, of type unknown: the same counter.
+        name = family.name.removesuffix("_total")
+        self.speculating = self.speculating or name.startswith(SPEC_DECODE_PREFIX)
+        for sample in family.samples:
+            if name == STARTED_FAMILY and math.isfinite(sample.value):
+                self.started = sample.value if self.started is None else min(self.started, sample.value)  # the oldest
+            elif sample.name.endswith("_total"):  # `_created` comes as its own gauge family in the text format
+                self._count(name, sample, source)
+
+    def _count(self, name: str, sample: Sample, source: str) -> None:
+        if name in COUNTER_FAMILIES:
+            self.totals[COUNTER_FAMILIES[name]] += _count_of(sample, source)
+            self.counted += 1
+        elif name == PER_POSITION_FAMILY:
+            position = _position(sample, source)
+            self.per_position[position] = self.per_position.get(position, 0) + _count_of(sample, source)
+        elif name == REQUESTS_FAMILY:
+            self.requests += _count_of(sample, source)
+
+
+def _count_of(sample: Sample, source: str) -> int:
+    if not (math.isfinite(sample.value) and sample.value >= 0):
+        raise WatchError(f"{source}: {sample.name} is {sample.value}, not a count")
+    return int(sample.value)
+
+
+def _position(sample: Sample, source: str) -> int:
+    """The draft position a per-position sample counts; bounded, since the snapshot holds one count per position."""
+    label = sample.labels.get("position", "0")
+    try:
+        position = int(label)
+    except ValueError:
+        position = -1
+    if not 0 <= position < MAX_POSITIONS:
+        raise WatchError(f"{source}: {sample.name} has position {label[:20]!r}, not one of 0 to {MAX_POSITIONS - 1}")
+    return position
+
+
+def _unread(text: str) -> str:
+    """The first few spec-decode lines, samples before comments, each cut short: enough to see what they look like."""
+    lines = [line.strip() for line in text.splitlines() if SPEC_DECODE_PREFIX in line]
+    lines.sort(key=lambda line: line.startswith("#"))
+    return ", ".join(repr(line[:QUOTED_CHARS]) for line in lines[:QUOTED_LINES]) or "no lines"
 
 
 def fetch(url: str) -> str:
     """GET `url` with a timeout and a size cap, following redirects only within its own scheme, host and port."""
     origin = urlsplit(url)[:2]
-    with httpx.Client(timeout=SCRAPE_TIMEOUT, follow_redirects=False) as http:
+    with httpx.Client(timeout=SCRAPE_TIMEOUT, follow_redirects=False, headers={"Accept-Encoding": ENCODINGS}) as http:
         for _ in range(MAX_REDIRECTS + 1):
             with http.stream("GET", url) as answer:
                 if not answer.is_redirect:
@@ -111,15 +170,44 @@ def fetch(url: str) -> str:
 
 
 def _capped(answer: httpx.Response, url: str) -> str:
-    """The body, refused past MAX_BYTES or past the timeout overall (httpx's timeout is per read: a trickle beats it)."""
+    """The body, refused past MAX_BYTES or past the timeout overall (httpx's timeout is per read: a trickle beats it).
+
+    Read raw and decoded here: httpx inflates each compressed chunk whole, so 64 KiB of gzip would be 64 MiB in
+    memory before any cap saw it; here no more than one byte past the cap is ever inflated."""
+    inflate = _decompressor(answer.headers.get("Content-Encoding", ""), url)
     read, deadline = bytearray(), time.monotonic() + SCRAPE_TIMEOUT
-    for chunk in answer.iter_bytes():
-        read += chunk
+    for chunk in answer.iter_raw():
+        try:
+            _take(read, chunk, inflate)
+        except zlib.error as exc:
+            raise WatchError(f"{url} answered a compressed body that does not decompress: {exc}") from None
         if len(read) > MAX_BYTES:
             raise WatchError(f"{url} answered more than {MAX_BYTES // 2**20} MiB; that is not a vLLM /metrics")
         if time.monotonic() > deadline:
             raise WatchError(f"{url} took more than {SCRAPE_TIMEOUT:.0f} s to answer")
+    if inflate is not None and not inflate.eof:
+        raise WatchError(f"{url} answered a compressed body that ends early")
     return read.decode("utf-8", errors="replace")
+
+
+def _decompressor(encoding: str, url: str) -> zlib._Decompress | None:
+    """A zlib decompressor for a gzip or deflate body, None for a plain one; WatchError for any other encoding."""
+    named = [part.strip().lower() for part in encoding.split(",") if part.strip().lower() not in ("", "identity")]
+    if not named:
+        return None
+    if named not in (["gzip"], ["x-gzip"], ["deflate"]):
+        raise WatchError(f"{url} answered Content-Encoding {encoding[:40]!r}, which watch does not read; serve it plain or gzip")
+    return zlib.decompressobj(zlib.MAX_WBITS | 32)  # | 32: a gzip or a zlib header, whichever it has
+
+
+def _take(read: bytearray, chunk: bytes, inflate: zlib._Decompress | None) -> None:
+    """Append what `chunk` decodes to, stopping one byte past MAX_BYTES."""
+    if inflate is None:
+        read += chunk[: MAX_BYTES + 1 - len(read)]
+        return
+    while chunk and len(read) <= MAX_BYTES:
+        read += inflate.decompress(chunk, MAX_BYTES + 1 - len(read))  # a max_length of at least 1: 0 means unbounded
+        chunk = inflate.unconsumed_tail
 
 
 def engine_version(metrics_url: str) -> str | None:
@@ -127,30 +215,36 @@ def engine_version(metrics_url: str) -> str | None:
     parts = urlsplit(metrics_url)
     try:
         answered = json.loads(fetch(f"{parts.scheme}://{parts.netloc}/version"))
-    except (httpx.HTTPError, WatchError, ValueError):
+    except (httpx.HTTPError, httpx.InvalidURL, WatchError, ValueError, RecursionError):
         return None
     version = answered.get("version") if isinstance(answered, dict) else None
-    return str(version) if version else None
+    return str(version)[:QUOTED_CHARS] if version else None
 
 
 def scrape(url: str) -> Snapshot:
     """Read the server's counters now, and its engine version."""
     try:
         text = fetch(url)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:  # ValueError: a Location that is no URL
         raise WatchError(f"cannot read {url}: {exc}") from None
     read_at = time.time()  # when the counters were read, not when the version was
     return snapshot(text, read_at=read_at, engine_version=engine_version(url), source=url)
 
 
 def saved(path: Path) -> Snapshot:
-    """A saved exposition, read as of the file's modification time (no engine version: no server to ask)."""
+    """A saved exposition, read as of the file's modification time (no engine version: no server to ask).
+
+    The cap counts the bytes read, not the size the file says it has: /dev/zero or a pipe says 0."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise WatchError(f"{path} is more than {MAX_BYTES // 2**20} MiB; that is not a vLLM /metrics")
-        return snapshot(path.read_text(errors="replace"), read_at=path.stat().st_mtime, engine_version=None, source=str(path))
+        with path.open("rb") as stream:
+            data, status = stream.read(MAX_BYTES + 1), os.fstat(stream.fileno())
     except OSError as exc:
         raise WatchError(f"cannot read {path}: {exc}") from None
+    if len(data) > MAX_BYTES:
+        raise WatchError(f"{path} is more than {MAX_BYTES // 2**20} MiB; that is not a vLLM /metrics")
+    # A pipe or a device has no modification time that dates its counters: they are as of the reading.
+    read_at = status.st_mtime if stat.S_ISREG(status.st_mode) else time.time()
+    return snapshot(data.decode("utf-8", errors="replace"), read_at=read_at, engine_version=None, source=str(path))
 
 
 def push(client: Client, deployment: int, token: str, shot: Snapshot) -> dict[str, Any]:
@@ -167,6 +261,9 @@ def command(client: Client, args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("SPECHUB_INGEST_TOKEN")
     if not token:
         return _refused("give the deployment's ingest token: --token or SPECHUB_INGEST_TOKEN")
+    refusal = _arguments_refusal(args)
+    if refusal:
+        return _refused(refusal)
     if args.once:
         try:
             shot = saved(args.once)
@@ -174,11 +271,26 @@ def command(client: Client, args: argparse.Namespace) -> int:
             return _refused(str(exc))
         push(client, args.deployment, token, shot)  # a refusal is main's to report and exit on
         return 0
-    if urlsplit(args.metrics).scheme not in ("http", "https") or not urlsplit(args.metrics).hostname:
-        return _refused(f"{args.metrics!r} is not a metrics URL; give one like http://127.0.0.1:8000/metrics")
-    if args.every <= 0 or (args.count is not None and args.count < 1):
-        return _refused("--every and --count must be positive")
     return watch(client, args.deployment, token, url=args.metrics, every=args.every, count=args.count)
+
+
+def _arguments_refusal(args: argparse.Namespace) -> str | None:
+    """Why the arguments cannot run, or None; nan and inf are floats to argparse, and time.sleep refuses both."""
+    if not (math.isfinite(args.every) and 0 < args.every <= MAX_EVERY):
+        return f"--every must be a number of seconds above 0 and at most {MAX_EVERY:.0f} (a day), not {args.every}"
+    if args.count is not None and args.count < 1:
+        return f"--count must be 1 or more, not {args.count}"
+    if args.metrics is not None and not _is_url(args.metrics):
+        return f"{args.metrics[:200]!r} is not a metrics URL; give one like http://127.0.0.1:8000/metrics"
+    return None
+
+
+def _is_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text)
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # an unbalanced [ in an IPv6 host, a port that is not a number or past 65535
+        return False
 
 
 def watch(client: Client, deployment: int, token: str, *, url: str, every: float, count: int | None = None) -> int:
@@ -208,12 +320,12 @@ def _round(client: Client, deployment: int, token: str, url: str) -> float:
     except WatchError as exc:
         _say(str(exc))
     except SpecHubError as error:
-        if error.status == 401:
-            raise  # the token is revoked or wrong: every later push would be refused too
+        if error.status == 401 or 300 <= error.status < 400:
+            raise  # a revoked or wrong token, or the wrong URL (a redirect): every later push would be refused too
         # Not stored; the next push's window spans this one, so nothing is lost by going on.
         _say(f"{error.code}: {error.message}" + (f" (HTTP {error.status})" if error.status else ""))
         if error.status == 429:
-            return error.retry_after if error.retry_after is not None else RATE_LIMITED_WAIT
+            return min(error.retry_after, MAX_EVERY) if error.retry_after is not None else RATE_LIMITED_WAIT
     return 0.0
 
 
@@ -231,4 +343,7 @@ def _refused(message: str) -> int:
 
 
 def _when(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+    try:
+        return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):  # a saved file's modification time past what datetime holds
+        return f"{epoch:.0f} s since the epoch"

@@ -13,7 +13,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -24,6 +27,7 @@ from typing import Any
 import pytest
 
 from spechub import cli, watch
+from spechub.client import Client, SpecHubError
 from tests.support.loopback import loopback
 from tests.support.processes import ROOT, process_env
 
@@ -82,7 +86,7 @@ EXPECTED = {"drafts": 120, "draft_tokens": 360, "accepted": 180, "per_position":
             "started_at": 1767225600.25}  # fmt: skip
 
 
-Answer = tuple[int, dict[str, Any], dict[str, str]]  # SpecHub's stand-in's reply: status, JSON body, headers
+Answer = tuple[int, dict[str, Any] | str, dict[str, str]]  # SpecHub's stand-in's reply: status, JSON body (or text), headers
 STORED: Answer = (201, {"stored": 1, "state": "collecting", "reason": "one more snapshot makes a window"}, {})
 
 
@@ -92,6 +96,7 @@ class StandIns:
 
     metrics: str = SPECULATING
     redirect: str | None = None
+    gzipped: bytes | None = None  # served as /metrics with Content-Encoding: gzip
     answers: list[Answer] = field(default_factory=list)
     pushes: list[tuple[str, str | None, dict[str, Any]]] = field(default_factory=list)
 
@@ -121,7 +126,9 @@ def reply(request: BaseHTTPRequestHandler, status: int, body: bytes, headers: di
 class VLLM:
     @staticmethod
     def get(request: BaseHTTPRequestHandler, state: StandIns) -> None:
-        if request.path == "/metrics" and state.redirect:
+        if request.path == "/metrics" and state.gzipped is not None:
+            reply(request, 200, state.gzipped, {"Content-Type": "text/plain", "Content-Encoding": "gzip"})
+        elif request.path == "/metrics" and state.redirect:
             reply(request, 302, b"", {"Location": state.redirect})
         elif request.path.startswith("/metrics"):
             reply(request, 200, state.metrics.encode(), {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
@@ -145,7 +152,10 @@ class SpecHub:
         body = json.loads(request.rfile.read(int(request.headers["Content-Length"])))
         state.pushes.append((request.path, request.headers.get("Authorization"), body))
         status, answer, headers = state.answers.pop(0) if state.answers else STORED
-        reply(request, status, json.dumps(answer).encode(), {"Content-Type": "application/json", **headers})
+        if isinstance(answer, str):  # not SpecHub's JSON: a proxy's page, a redirect's note
+            reply(request, status, answer.encode(), {"Content-Type": "text/html", **headers})
+        else:
+            reply(request, status, json.dumps(answer).encode(), {"Content-Type": "application/json", **headers})
 
 
 @pytest.fixture
@@ -266,6 +276,196 @@ def test_the_ingest_token_is_required(servers, capsys):
     _, vllm, _ = servers
     assert cli.main(["watch", "--deployment", "7", "--metrics", f"{vllm}/metrics"]) == 1
     assert "ingest token: --token or SPECHUB_INGEST_TOKEN" in capsys.readouterr().err
+
+
+def test_a_redirect_from_spechub_ends_the_watch_naming_where_it_points_and_a_page_that_is_not_json_is_reported(servers, capsys):
+    state, vllm, spechub = servers
+    https = spechub.replace("http://", "https://") + "/api/v1/deployments/7/observations/"
+    state.answers = [(200, "<html>Welcome to nginx!</html>", {}), (307, "", {"Location": https})]
+    assert watching(vllm, "--count", "5") == cli.INVALID
+    err = capsys.readouterr().err
+    assert len(state.pushes) == 2 and "Traceback" not in err
+    assert f"client:not-json: {spechub} answered HTTP 200 with text/html, not SpecHub's JSON" in err
+    said = f"redirecting to {https} (the server wants https): use {spechub.replace('http://', 'https://')} as the server URL"
+    assert f"client:redirected: {spechub} answered HTTP 307, {said}" in err
+
+
+@pytest.mark.parametrize("every", ["nan", "inf", "-inf", "0", "-1", "1e300"])
+def test_every_must_be_a_finite_positive_number_of_seconds(servers, every, capsys):
+    state, vllm, _ = servers
+    assert cli.main(["watch", "--deployment", "7", "--metrics", f"{vllm}/metrics", f"--every={every}", "--token", "t"]) == 1
+    assert f"--every must be a number of seconds above 0 and at most 86400 (a day), not {float(every)}" in capsys.readouterr().err
+    assert state.pushes == []
+
+
+@pytest.mark.parametrize("count", ["0", "-3"])
+def test_count_must_be_one_or_more(servers, count, capsys):
+    state, vllm, _ = servers
+    assert watching(vllm, "--count", count) == 1
+    assert f"--count must be 1 or more, not {count}" in capsys.readouterr().err and state.pushes == []
+
+
+@pytest.mark.parametrize("url", ["http://[::1/metrics", "http://127.0.0.1:99999/metrics", "ftp://127.0.0.1/metrics", "metrics"])
+def test_a_metrics_url_that_is_no_url_is_refused(servers, url, capsys):
+    assert cli.main(["watch", "--deployment", "7", "--metrics", url, "--token", INGEST_TOKEN]) == 1
+    assert "is not a metrics URL" in capsys.readouterr().err
+
+
+def test_once_counts_the_bytes_it_reads_so_a_device_is_refused_at_the_cap(servers, capsys):
+    state, _, _ = servers
+    assert cli.main(["watch", "--deployment", "7", "--once", "/dev/zero", "--token", INGEST_TOKEN]) == 1
+    assert "/dev/zero is more than 8 MiB; that is not a vLLM /metrics" in capsys.readouterr().err
+    assert state.pushes == []
+
+
+def test_once_reads_a_pipe_as_of_the_reading(servers, tmp_path):
+    state, _, _ = servers
+    pipe = tmp_path / "metrics.pipe"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=pipe.write_text, args=(SPECULATING,), daemon=True)
+    writer.start()
+    before = time.time()
+    assert cli.main(["watch", "--deployment", "7", "--once", str(pipe), "--token", INGEST_TOKEN]) == 0
+    writer.join(timeout=10)
+    [(_, _, body)] = state.pushes
+    assert before <= body["snapshots"][0]["read_at"] <= time.time() and body["snapshots"][0]["drafts"] == EXPECTED["drafts"]
+
+
+def gzip_bomb(size: int = 200 * 2**20) -> bytes:
+    """`size` bytes of zeros, gzipped: under 1 MiB on the wire."""
+    packer, block = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS), bytes(2**20)
+    return b"".join([*(packer.compress(block) for _ in range(size // len(block))), packer.flush()])
+
+
+def test_a_gzip_bomb_is_refused_at_the_cap_without_inflating_it_in_memory(servers, capsys):
+    state, vllm, _ = servers
+    state.gzipped = gzip_bomb()
+    tracemalloc.start()
+    try:
+        with pytest.raises(watch.WatchError, match="answered more than 8 MiB"):
+            watch.fetch(f"{vllm}/metrics")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MiB"  # the cap and a chunk; httpx's own decoding reached 143 MiB
+    assert watching(vllm, "--count", "1") == 0
+    assert "answered more than 8 MiB" in capsys.readouterr().err and state.pushes == []
+
+
+def test_a_gzipped_exposition_is_read(servers):
+    state, vllm, _ = servers
+    state.gzipped = zlib.compress(SPECULATING.encode(), wbits=16 + zlib.MAX_WBITS)
+    assert watching(vllm, "--count", "1") == 0
+    [(_, _, body)] = state.pushes
+    assert {key: body["snapshots"][0][key] for key in EXPECTED} == EXPECTED
+
+
+def openmetrics_style(text: str) -> str:
+    """The TYPE and HELP lines name the counter family without `_total`, as OpenMetrics does; samples keep it."""
+    return "\n".join(
+        line.replace("_total ", " ", 1) if line.startswith(("# TYPE", "# HELP")) else line for line in text.splitlines()
+    )
+
+
+@pytest.mark.parametrize("style", [openmetrics_style, lambda text: "\n".join(
+    line for line in text.splitlines() if not line.startswith("#"))], ids=["openmetrics", "untyped"])  # fmt: skip
+def test_counters_named_openmetrics_style_or_untyped_are_read(style):
+    text = style(SPECULATING)
+    assert "# TYPE vllm:spec_decode_num_drafts_total" not in text
+    shot = watch.snapshot(text, read_at=1.0, engine_version=None, source="text")
+    assert {key: getattr(shot, key) for key in EXPECTED} == EXPECTED
+
+
+def test_spec_decode_lines_it_cannot_read_are_named_instead_of_pushed_as_zero(servers, tmp_path, capsys):
+    state, _, _ = servers
+    unreadable = EXPOSITION_COMMON + "".join(
+        f"# TYPE vllm:spec_decode_num_{name} gauge\nvllm:spec_decode_num_{name}{{{engine(0)}}} 5.0\n"  # a gauge: no count
+        for name in ("drafts", "draft_tokens", "accepted_tokens")
+    )
+    (tmp_path / "metrics.txt").write_text(unreadable)
+    assert cli.main(["watch", "--deployment", "7", "--once", str(tmp_path / "metrics.txt"), "--token", INGEST_TOKEN]) == 1
+    err = capsys.readouterr().err
+    assert "has vllm:spec_decode_* metrics but no counter watch can read" in err
+    assert f"'vllm:spec_decode_num_drafts{{{engine(0)}}} 5.0'" in err and err.count("vllm:spec_decode_num_") == 4
+    assert state.pushes == []
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{10**9}"}} 1.0', "not one of 0 to 63"),
+     ('vllm:spec_decode_num_accepted_tokens_per_pos_total{position="x"} 1.0', "has position 'x'"),
+     ("vllm:spec_decode_num_drafts_total Inf", "is inf, not a count"),
+     ("vllm:spec_decode_num_drafts_total NaN", "is nan, not a count"),
+     ("vllm:spec_decode_num_drafts_total -1", "is -1, not a count")],
+)  # fmt: skip
+def test_a_count_that_is_no_count_is_refused(line, said):
+    with pytest.raises(watch.WatchError, match=said):
+        watch.snapshot(SPECULATING + line + "\n", read_at=1.0, engine_version=None, source="text")
+
+
+class Redirecting(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))  # a body left unread may reset the connection
+        reply(self, 307, b"", {"Location": "https://spechub.example" + self.path})
+
+    do_POST = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class NotJSON(Redirecting):
+    def do_GET(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        reply(self, 200, b"<html>It works!</html>", {"Content-Type": "text/html"})
+
+    do_POST = do_GET
+
+
+class OtherShape(Redirecting):
+    def do_GET(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        reply(self, 200, b'"a JSON string"', {"Content-Type": "application/json"})
+
+    do_POST = do_GET
+
+
+def every_client_call(client: Client, tmp_path: Path) -> Iterator[Any]:
+    (tmp_path / "traffic.jsonl").write_text('{"prompt": "hi"}\n')
+    calls = [lambda: client.compatibility(verifier="v"), lambda: client.submit(draft="d"), lambda: client.run(1), client.runs,
+             lambda: client.pair(1), lambda: client.recommend(verifier="v"),
+             lambda: client.workload_upload(tmp_path / "traffic.jsonl", verifier="v"), lambda: client.workload_certify(1),
+             lambda: client.workload_report(1), client.public_key, lambda: client.certificate_file(1),
+             lambda: client.push_observations(7, [], ingest_token=INGEST_TOKEN), lambda: client.wait(1)]  # fmt: skip
+    for call in calls:
+        try:
+            yield call()
+        except SpecHubError as error:
+            yield error
+
+
+@pytest.mark.parametrize(
+    ("handler", "code"),
+    [(Redirecting, "client:redirected"), (NotJSON, "client:not-json"), (OtherShape, "client:unexpected-answer")],
+)
+def test_every_client_call_turns_an_answer_that_is_not_spechubs_json_into_a_spechub_error(handler, code, tmp_path):
+    with loopback(handler) as server:
+        answers = list(every_client_call(Client(server, "api-token"), tmp_path))
+    binary = handler is not Redirecting  # the certificate file is bytes, not JSON: any 2xx is its content
+    assert [type(a) for a in answers] == [SpecHubError] * 10 + [bytes if binary else SpecHubError] + [SpecHubError] * 2
+    assert {a.code for a in answers if isinstance(a, SpecHubError)} == {code}
+    if handler is Redirecting:
+        said = "redirecting to https://spechub.example/api/v1/runs/1/ (the server wants https): use https://spechub.example as"
+        assert said in str(answers[2])
+
+
+def test_verify_through_a_redirecting_server_says_where_it_points(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SPECHUB_CONFIG", str(tmp_path / "none.toml"))
+    (tmp_path / "certificate.json").write_text("{}")
+    with loopback(Redirecting) as server:
+        assert cli.main(["verify", str(tmp_path / "certificate.json"), "--url", server]) == cli.INVALID
+    said = capsys.readouterr().err
+    assert "client:redirected" in said and "https://spechub.example/api/v1/certificates/public-key/" in said
 
 
 @pytest.mark.process

@@ -354,7 +354,8 @@ def test_the_pair_page_names_the_best_k_per_level_predicted_and_measured_and_ser
 
 
 def test_the_certificate_names_the_best_k_per_level_measured(serving_pair):
-    from kernel.certificates import Verified, describe
+    from kernel.certificate_text import describe
+    from kernel.certificates import Verified
 
     _, run = serving_pair
     document = run.result

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from kernel import certificates
+from kernel import certificate_text, certificates
 from registry.services.certificates import verifying_key
 
 EXPIRED = 2
@@ -45,7 +45,7 @@ class Command(BaseCommand):
         self._report(verified, as_json=options["json"])
 
     def _report(self, verified: certificates.Verified, *, as_json: bool) -> None:
-        text, expired = certificates.describe(verified, datetime.now(UTC))
+        text, expired = certificate_text.describe(verified, datetime.now(UTC))
         if as_json:
             text = json.dumps({"valid": True, "expired": expired, "digest": verified.digest, **verified.payload}, indent=2)
         self.stdout.write(text)
