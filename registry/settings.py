@@ -55,6 +55,13 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_INC
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SPECHUB_TLS_PROXY", False) else None
 # How many proxies we run in front, each appending to X-Forwarded-For (registry/clients.py); 0: the peer is the client.
 SPECHUB_TRUSTED_PROXIES = env_int("SPECHUB_TRUSTED_PROXIES", 0, minimum=0)
+# The Content-Security-Policy of every response (registry/csp.py), DEBUG on or off: scripts, styles and images
+# from this server only, no inline script, style or handler (the templates keep none), no plugins, never framed.
+SPECHUB_CONTENT_SECURITY_POLICY = env_str(
+    "SPECHUB_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -76,6 +83,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so it times everything after it (registry/metrics.py).
     "registry.metrics.RequestMetrics",
+    # Before anything that can answer early (BodyLimit's 413, WhiteNoise's files), so every response has it.
+    "registry.csp.ContentSecurityPolicy",
     "registry.uploads.BodyLimit",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

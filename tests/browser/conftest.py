@@ -31,8 +31,27 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def csp_errors() -> list[str]:
+    """The Content-Security-Policy violations chromium reported in the test's pages (see `watch_csp`)."""
+    return []
+
+
+def watch_csp(context: Any, errors: list[str]) -> None:
+    """Record in `errors` each console error in which chromium reports something the policy blocked."""
+
+    def record(message: Any) -> None:
+        if message.type == "error" and "Content Security Policy" in message.text:
+            errors.append(f"{message.location.get('url')}: {message.text}")
+
+    context.on("console", record)
+
+
+@pytest.fixture
+def page(browser: Any, csp_errors: list[str]) -> Iterator[Any]:
     context = browser.new_context()
+    watch_csp(context, csp_errors)
     page = context.new_page()
     yield page
     context.close()
+    # Every browser test: no page may need an inline script, style or handler (registry/csp.py).
+    assert not csp_errors, csp_errors

@@ -80,6 +80,29 @@ def test_upload_a_thousand_requests_certify_two_drafts_with_injected_stages_and_
     assert page.locator("table.comparison tbody tr").count() == 2
     assert page.locator("svg.chart[data-chart=workload-candidates] rect.hbar").count() == 2
     problems = look_at(page, "workload", "phone", screenshots)
+    delete_asks_first(page, Workload.objects.get())
     page.goto(f"{base}/workloads/")
     problems += look_at(page, "workloads", "phone", screenshots)
     assert not problems, json.dumps(problems, indent=2)
+
+
+def delete_asks_first(page: Any, workload: Workload) -> None:
+    """The delete button asks before it removes the prompts (registry/static/registry/confirm.js: the
+    Content-Security-Policy runs no inline onsubmit); declining leaves the workload as it was."""
+    delete, asked = page.locator("main form button.danger"), []
+
+    def decline(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", decline)
+    delete.click()
+    page.wait_for_timeout(300)  # a form that submitted anyway would have left the page by now
+    workload.refresh_from_db()
+    assert asked == ["Delete this workload's prompts? Its runs keep their figures."]
+    assert workload.deleted_at is None
+    page.once("dialog", lambda dialog: dialog.accept())
+    with page.expect_navigation():
+        delete.click()
+    workload.refresh_from_db()
+    assert workload.deleted_at is not None
