@@ -204,10 +204,17 @@ def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block],
         "block_ratios": ratios,
         "requests_per_block": len(blocks["baseline"][0].e2e),
         "stopping": {"first_pairs": rule.first, "most_pairs": rule.most, "target_half_width": rule.target,
-                     "half_width": half, "reason": result.REACHED if half <= rule.target else result.NOT_REACHED},
+                     "half_width": half, "reason": stopped_by(rule, len(ratios), half)},
         "client_busy": statistics.median(block.client_busy for side in SIDES for block in blocks[side]),
         "achieved_concurrency": {side: statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES},
     }  # fmt: skip
+
+
+def stopped_by(rule: metrics.Stein, pairs: int, half: float) -> str:
+    """Which limit ended the level: the precision, the most pairs, or Stein's count with a wider spread after it."""
+    if half <= rule.target:
+        return result.REACHED
+    return result.NOT_REACHED if pairs >= rule.most else result.SPREAD_LATER
 
 
 def _plain(ratios: Sequence[float]) -> tuple[float, float, float, float]:

@@ -24,6 +24,11 @@ from kernel.result.schema import (
     Summary,
     Throughput,
 )
+from kernel.spec import Thresholds
+
+# The practical margin a "faster" needs wholly above it, wherever "faster" is printed: a true 1.02x read "faster" at
+# c=1 16 % of the time against 1, while the verdict on the same page, against 1.03, said "not by the margin".
+MARGIN = Thresholds().min_speedup
 
 
 class SpeedAtLevel(TypedDict):
@@ -45,9 +50,9 @@ def interval_dof(figures: Level) -> int:
     return max(1, len(figures.get("block_ratios") or []) - 1)
 
 
-def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> str:
-    """Return what a speedup's interval supports: faster only when all of it lies above `threshold` (a practical
-    margin, 1 or more); above 1 but not wholly above the margin, a gain too small to certify."""
+def speed_label(interval: Sequence[float] | None, *, threshold: float = MARGIN) -> str:
+    """Return what a speedup's interval supports: faster only when all of it lies above `threshold` (the practical
+    margin); above 1 but not wholly above the margin, a gain too small to claim. The one rule for "faster"."""
     if not interval or len(interval) != 2:
         return "not measured"
     low, high = interval
@@ -56,6 +61,12 @@ def speed_label(interval: Sequence[float] | None, *, threshold: float = 1.0) -> 
     if low > 1:
         return BELOW_MARGIN
     return SLOWER if high < 1 else NO_DIFFERENCE
+
+
+def margin_of(document: ResultDocument | None) -> float:
+    """The practical margin the document's verdict applied (SPECHUB_THRESHOLD_MIN_SPEEDUP when it was judged)."""
+    judged = verdict(document)
+    return float((judged.get("thresholds") or {}).get("min_speedup", MARGIN)) if judged else MARGIN
 
 
 def limited(figures: Level) -> bool:
@@ -69,6 +80,7 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
     if measured is None:
         return []
     rows: list[SpeedAtLevel] = []
+    margin = margin_of(document)
     for level in sorted(measured["levels"], key=int):
         figures = measured["levels"][level]
         interval = list(figures.get("speedup_interval") or [])
@@ -78,7 +90,7 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
                 "concurrency": int(level),
                 "speedup": figures["speedup"],
                 "interval": interval,
-                "supports": MACHINE_LIMITED if limited(figures) else speed_label(interval),  # in sequence below
+                "supports": MACHINE_LIMITED if limited(figures) else speed_label(interval, threshold=margin),  # in sequence below
                 "baseline_tokens_per_second": baseline.get("tokens_per_second"),
                 "speculative_tokens_per_second": speculative.get("tokens_per_second"),
                 "pairs": len(figures.get("block_ratios") or []),
@@ -244,10 +256,10 @@ class BestKRow(TypedDict):
 def best_k_rows(document: ResultDocument | None) -> list[BestKRow]:
     """Return each level's best k, predicted and measured, lowest level first; empty before choices were made."""
     measured = throughput(document)
-    return best_k_of(measured) if measured else []
+    return best_k_of(measured, margin=margin_of(document)) if measured else []
 
 
-def best_k_of(measured: Throughput) -> list[BestKRow]:
+def best_k_of(measured: Throughput, *, margin: float = MARGIN) -> list[BestKRow]:
     """best_k_rows, from a throughput stage (a certificate's `results.throughput` as well as a document's)."""
     choice = measured.get("choice_of_k")
     if choice is None:
@@ -265,7 +277,7 @@ def best_k_of(measured: Throughput) -> list[BestKRow]:
             "predicted_speedup": next(row["predicted_speedup"] for row in best["predicted"] if row["k"] == k),
             "measured_speedup": timed["speedup"] if timed else None,
             "interval": interval,
-            "supports": speed_label(interval),
+            "supports": speed_label(interval, threshold=margin),
             "pairs": len(timed.get("block_ratios") or []) if timed else 0,
             "recipe": choice["recipes"].get(str(k)),
         })  # fmt: skip

@@ -88,7 +88,12 @@ class TwoTokenTest(ChiSquare):
 
     observed_tv: float
     power: Power
-    detectable_tv: float  # what the samples actually drawn detect with the stated power
+    detectable_tv: float  # what the samples actually drawn detect with the stated power, over these bins
+    # What the bins cover (issue 39; tests before it pooled everything else into one bin): the likeliest
+    # outcomes one bin each, with their share of the verifier's probability, and the bins the rest is split into.
+    own_outcomes: NotRequired[int]
+    own_mass: NotRequired[float]
+    bands: NotRequired[int]
 
 
 class SamplingTest(ChiSquare):
@@ -100,6 +105,9 @@ class SamplingTest(ChiSquare):
     observed_tv: NotRequired[float]
     power: NotRequired[Power]
     detectable_tv: NotRequired[float]
+    own_outcomes: NotRequired[int]
+    own_mass: NotRequired[float]
+    bands: NotRequired[int]
 
 
 class Rates(TypedDict):
@@ -380,13 +388,13 @@ BELOW_MARGIN = "faster, but not by the margin"
 # A level where the measuring machine (the benchmark client, or requests short of the concurrency asked), not the
 # pair, set the pace: shown, never in a verdict or a break-even.
 MACHINE_LIMITED = "limited by the measuring machine"
-
-
 # Its own interval excludes 1, but a level before it in the fixed sequence did not show the same (in_sequence).
 NOT_IN_SEQUENCE = "not claimed: an earlier level in the sequence was not"
+# Which limit ended a level: the precision; the most pairs, short of it; Stein's count, short of it where later pairs
+# spread more (the interval takes the larger spread). The last: older documents, whatever limit ended the level.
+REACHED, NOT_REACHED = "precision reached", "the most pairs reached, precision not"
+SPREAD_LATER = "Stein's count reached, precision not: later pairs spread more"
+NOT_REACHED_BEFORE = "precision not reached at the most pairs"
 
 
-REACHED, NOT_REACHED = "precision reached", "precision not reached at the most pairs"
-
-
-STOPPING_REASONS = (REACHED, NOT_REACHED, MACHINE_LIMITED)
+STOPPING_REASONS = (REACHED, NOT_REACHED, SPREAD_LATER, MACHINE_LIMITED, NOT_REACHED_BEFORE)

@@ -28,6 +28,7 @@ class Candidate(TypedDict):
     properties: list[Any]
     equivalent: bool  # no property failed that is the pair's fault
     at: AtConcurrency | None
+    margin: float  # the practical margin its run was judged by: "faster" needs the interval wholly above it
     public: dict[str, Any] | None
 
 
@@ -71,6 +72,7 @@ def _candidate(run: CertificationRun, concurrency: int) -> Candidate:
         "properties": rows,
         "equivalent": not any(row["outcome"] == "fail" and row["fault"] == "pair" for row in rows),
         "at": at_concurrency(speed, concurrency),
+        "margin": result.margin_of(document),
         "public": _public_figures(run.pair, run.hardware),
     }
 
@@ -124,9 +126,11 @@ def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] |
     family = stats.widened(at["interval"], at["dof"], len(eligible))
     held = "the interval" if len(eligible) == 1 else f"the interval for {len(eligible)} drafts at once"
     figure = f"{at['speedup']:.2f}{TIMES} [{family[0]:.2f}, {family[1]:.2f}] at concurrency {concurrency} ({held})"
-    if family[0] <= 1:
-        reason = (f"No draft measurably speeds up this traffic: the best, {draft_name(best)}, is {figure}, "
-                  "an interval that does not lie above 1. Serve the verifier alone.")  # fmt: skip
+    margin = best["margin"]
+    if result.speed_label(family, threshold=margin) != result.FASTER:
+        reason = (f"No draft is measurably faster on this traffic: the best, {draft_name(best)}, is {figure}, an "
+                  f"interval that does not lie wholly above the practical margin, {margin}{TIMES}. Serve the verifier "
+                  "alone.")  # fmt: skip
         return {"choice": None, "best": best, "reason": reason}
     ties = [c for c in eligible if c is not best and c["at"] and c["at"]["interval"][1] >= at["interval"][0]]
     tie = f" It is not measurably faster than {', '.join(draft_name(c) for c in ties)}, whose intervals overlap." if ties else ""

@@ -151,7 +151,8 @@ def test_rejudging_with_a_qualification_changes_only_the_verdict_constructed():
 @pytest.mark.parametrize(
     ("interval", "label"),
     [
-        ([1.01, 1.2], "faster"),
+        ([1.04, 1.2], "faster"),
+        ([1.01, 1.2], "faster, but not by the margin"),
         ([0.8, 0.99], "slower"),
         ([0.95, 1.05], "no measurable difference"),
         ([1.0, 1.3], "no measurable difference"),
@@ -177,7 +178,8 @@ def test_the_level_family_errs_at_most_two_and_a_half_percent_each_way_simulated
     trials, alone, sequenced = 20_000, 0, 0
     for _ in range(trials):
         logs = [rng.gauss(0, 0.05) for _ in range(5)]  # each level's log speedup, its standard error 0.05
-        labels = [result.speed_label([math.exp(x - 1.96 * 0.05), math.exp(x + 1.96 * 0.05)]) for x in logs]
+        intervals = [[math.exp(x - 1.96 * 0.05), math.exp(x + 1.96 * 0.05)] for x in logs]
+        labels = [result.speed_label(interval, threshold=1.0) for interval in intervals]  # the sequence's own error
         alone += result.FASTER in labels
         sequenced += result.FASTER in result.in_sequence(labels)
     assert alone / trials > 0.10

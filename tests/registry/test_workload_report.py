@@ -25,6 +25,7 @@ def candidate(name: str, speed: list[Any], concurrency: int, *, equivalent: bool
         "pair": pair,
         "speed": speed,
         "at": at_concurrency(speed, concurrency),
+        "margin": result.MARGIN,
         "equivalent": equivalent,
         "acceptance": acceptance,
         "properties": properties,
@@ -88,7 +89,12 @@ def test_with_k_drafts_and_no_real_gain_a_draft_is_recommended_at_most_2_5_perce
 def test_no_draft_is_recommended_where_the_best_interval_includes_one():
     chosen = recommend([candidate("org/fast", SPEED, 4)], 4)
     assert chosen is not None and chosen["choice"] is None
-    assert "No draft measurably speeds up this traffic" in chosen["reason"] and "Serve the verifier alone" in chosen["reason"]
+    assert "No draft is measurably faster on this traffic" in chosen["reason"] and "Serve the verifier alone" in chosen["reason"]
+
+
+def test_no_draft_is_recommended_where_the_best_interval_is_above_one_but_not_above_the_margin():
+    chosen = recommend([candidate("org/slight", [level(1, 1.1, 1.01, 1.2, dof=30)], 1)], 1)
+    assert chosen is not None and chosen["choice"] is None and "the practical margin, 1.03" in chosen["reason"]
 
 
 def test_no_draft_is_recommended_when_every_candidate_changed_the_outputs():
