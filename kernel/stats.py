@@ -115,8 +115,9 @@ POWER_SLACK = 1.02
 
 
 def detectable_tv(samples: int, dof: int, alpha: float, power: float) -> float:
-    """Return the smallest total variation `samples` detect with `power` (the inverse of samples_for_tv)."""
-    return math.sqrt(power_noncentrality(dof, alpha, power) / (4 * samples)) if samples else 1.0
+    """Return the smallest total variation `samples` detect with `power` (the inverse of samples_for_tv); 1 when
+    they detect nothing (no samples, or one bin: no degree of freedom)."""
+    return math.sqrt(power_noncentrality(dof, alpha, power) / (4 * samples)) if samples and dof >= 1 else 1.0
 
 
 def t_quantile(p: float, dof: int) -> float:

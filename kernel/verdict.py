@@ -111,20 +111,54 @@ def sampling(
 def _consistent(
     tests: list[Mapping[str, Any]], p_value: float, level: float, thresholds: Thresholds, cited: dict[str, Any]
 ) -> result.PropertyVerdict:
-    """No rejection: a pass only when every test could have detected the stated deviation (within stats.POWER_SLACK)."""
+    """No rejection: a pass only when every test could reject, and could detect the stated deviation over its bins
+    (within stats.POWER_SLACK)."""
+    blind = [t for t in tests if degrees_of_freedom(t) < 1]
+    if blind:
+        return _verdict("inconclusive", "sampling inconclusive: the test could not reject anything here "
+                        f"({_where(blind[0])}all its outcomes fell in one pooled bin, so p = 1 whatever was sampled)",
+                        None, detectable_tv=1.0, **cited)  # fmt: skip
     reach = max(detectable_tv(t, level, thresholds.sampling_power) for t in tests)
     said = f"a total variation over the binned outcomes ≥ {thresholds.sampling_tv} with power {thresholds.sampling_power}"
     if reach > thresholds.sampling_tv * stats.POWER_SLACK:
         return _verdict("inconclusive", f"sampling consistent with the verifier's distribution (p = {p_value:.2g}), but "
                         f"its samples detect only TV ≥ {reach:.2f}, not {said}", None, detectable_tv=reach, **cited)  # fmt: skip
-    return _verdict("pass", f"sampling keeps the verifier's distribution (p = {p_value:.2g}; would detect {said})",
+    return _verdict("pass", f"sampling pass: no difference found (p = {p_value:.2g}); this test detects, with power "
+                    f"{thresholds.sampling_power}, a total variation of {thresholds.sampling_tv} or more over {covered(tests)}",
                     detectable_tv=reach, **cited)  # fmt: skip
 
 
+def _where(test: Mapping[str, Any]) -> str:
+    return f"prefix {test['prefix']}: " if "prefix" in test else ""
+
+
+def covered(tests: list[Mapping[str, Any]]) -> str:
+    """What a pass covers: the bins of the test whose own outcomes hold least of the verifier's mass (tests before
+    issue 39 recorded no more than their bins)."""
+    if not all("own_mass" in t for t in tests):
+        return "the binned outcomes"
+    least = min(tests, key=lambda t: float(t["own_mass"]))
+    rest = {0: "", 1: ", the rest pooled in one bin"}.get(
+        least["bands"], f", the rest in {least['bands']} bands by the verifier's probability of the second token"
+    )
+    which = " (on the prefix they cover least)" if len(tests) > 1 else ""
+    return (f"these {least['bins']} bins{which}: {least['own_outcomes']} two-token outcomes of their own "
+            f"({100 * least['own_mass']:.0f} % of the verifier's probability mass){rest}")  # fmt: skip
+
+
+def degrees_of_freedom(test: Mapping[str, Any]) -> int:
+    """The degrees of freedom the test's bins had; documents before issue 39 stated 1 for a single bin."""
+    stated = int(test.get("dof", 1))
+    return min(stated, int(test["bins"]) - 1) if "bins" in test else stated
+
+
 def detectable_tv(test: Mapping[str, Any], level: float, power: float) -> float:
-    """The test's own figure; documents before the joint test stated none: computed from its samples and bins."""
-    stated = test.get("detectable_tv")
-    return float(stated) if stated is not None else stats.detectable_tv(test.get("samples", 0), test.get("dof", 1), level, power)
+    """The test's own figure, when its bins had the degrees of freedom it was computed for; else (documents before the
+    joint test stated none) computed from its samples on the bins it used."""
+    stated, used = test.get("detectable_tv"), degrees_of_freedom(test)
+    if stated is not None and used >= test.get("dof", 1):
+        return float(stated)
+    return stats.detectable_tv(test.get("samples", 0), used, level, power)
 
 
 def speed(speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds) -> result.PropertyVerdict:
