@@ -110,8 +110,8 @@ def most_pairs_for(hardware: str) -> int:
 class Plan:
     """How a run measures: which prompts, at which concurrency, how often, with which engine settings.
 
-    Speed is measured against two servers in paired blocks, baseline/speculative pairs in
-    A B B A order, each request asking for `output_tokens` tokens. Each level times `repeats`
+    Speed is measured against two servers in paired blocks, baseline/speculative pairs, each
+    pair's order drawn at random, each request asking for `output_tokens` tokens. Each level times `repeats`
     pairs first; Stein's two-stage rule (workers/metrics.py) then fixes from their spread how
     many in all, at most `most_pairs`, for a 95 % interval of relative half-width `half_width`
     at the lowest level and `half_width_loaded` at the others. `request_rate` is the Poisson

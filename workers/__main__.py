@@ -59,7 +59,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     certify.add_argument("--concurrency", help="Comma-separated concurrency levels (default: the hardware class's, "
                          "1,2,4 on cpu, 1 to 64 on GPUs).")  # fmt: skip
     certify.add_argument("--repeats", type=int, default=4,
-                         help="Paired A B B A blocks per level before the stopping rule looks (default 4).")  # fmt: skip
+                         help="Paired blocks per level before the stopping rule looks (default 4).")  # fmt: skip
     certify.add_argument("--most-pairs", type=int, help="Paired blocks per level at most (default: the hardware class's, "
                          "6 on cpu, 12 on GPUs).")  # fmt: skip
     certify.add_argument("--half-width", type=float, default=0.05,

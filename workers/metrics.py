@@ -221,7 +221,7 @@ class Stein:
     target: float  # the half-width wanted, relative: 0.05 is ±5 %
 
     def total(self, first_ratios: Sequence[float]) -> int:
-        """How many pairs in all, from the first stage's ratios: whole A B B A quadruples, at most `most`."""
+        """How many pairs in all, from the first stage's ratios: an even number, at most `most`."""
         spread = statistics.stdev(math.log(r) for r in first_ratios[: self.first])
         needed = max(self.first, math.ceil((t_975(self.first - 1) * spread / math.log1p(self.target)) ** 2))
         return min(needed + needed % 2, self.most)

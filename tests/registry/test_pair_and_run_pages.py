@@ -210,7 +210,7 @@ def test_a_serving_run_publishes_the_measured_command_and_its_latencies_and_load
     recipe = run.result["stages"]["throughput"]["servers"]["speculative_recipe"]
     assert "The command that was measured" in page and recipe.split(" --speculative-config")[0] in page
     assert "--enforce-eager" in page and "the verifier alone" in page
-    assert "How speed was measured" in page and "A B B A" in page and "128 tokens per request" in page
+    assert "How speed was measured" in page and "A B or B A as a coin decided" in page and "128 tokens per request" in page
     rows = re.findall(r"<tr><td class=\"nowrap\">([^<]+)</td><td>([A-Z0-9]+)</td>", page)
     assert ("c=1", "TTFT") in rows and ("c=16", "E2E") in rows and ("Poisson 7.00 req/s", "TPOT") in rows
     assert len(rows) == 6 * 4  # five levels and the Poisson point, four latencies each

@@ -5,7 +5,7 @@ through a real submission, on the session's PostgreSQL, Redis and olah, with the
 served, the smoke grid, the reference check and the sampling test.
 
 The plan is reduced, and only in its timing: concurrency 1 and 4 (the CPU class's default is 1, 2 and 4), and
-three A B B A block pairs a level, Stein's first stage and its cap at once (the least the settings allow; the CPU
+three paired blocks a level, Stein's first stage and its cap at once (the least the settings allow; the CPU
 class's default is 4 first and 6 at most: tests/workers/test_stopping_rule.py and test_serving_figures.py test the
 rule that adds pairs), and the smoke grid's engine features without fp8 KV cache. The suite's time budget sets it.
 Every stage still runs, and two levels keep the per-level paths (labels, charts, break-even) whole. The full plan

@@ -76,7 +76,7 @@ def assert_complete(run: CertificationRun) -> None:
         assert result.equivalence["reference_exact_match"] is not None
     throughput = stages["throughput"]
     assert set(throughput["levels"]) == {"1", "4"} and throughput["mode"] == "serving"  # the shared plan's levels
-    for level in throughput["levels"].values():  # the plan's A B B A pairs, every figure from real streamed requests
+    for level in throughput["levels"].values():  # the plan's paired blocks, every figure from real streamed requests
         pairs, stopping = len(level["block_ratios"]), level["stopping"]
         assert (stopping["first_pairs"], stopping["most_pairs"]) == (PAIRS, PAIRS) and stopping["reason"] in STOPPING_REASONS
         if stopping["reason"] == MACHINE_LIMITED:  # the probe only, kept out of the verdict

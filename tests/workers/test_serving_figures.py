@@ -72,7 +72,7 @@ def test_at_a_fixed_arrival_rate_the_gain_is_read_from_end_to_end_latency_constr
     assert timing.latency_ratio(baseline, speculative) == pytest.approx(1.0)
 
 
-def test_blocks_run_in_a_b_b_a_order_each_after_a_quiet_pause():
+def test_each_pair_runs_in_the_order_drawn_each_block_after_a_quiet_pause():
     idle = subprocess.Popen(["true"])
     idle.wait()
     servers = {side: serving.Server(side, ["true"], 0, idle, Path("/dev/null")) for side in serving.SIDES}
@@ -83,11 +83,17 @@ def test_blocks_run_in_a_b_b_a_order_each_after_a_quiet_pause():
         server.finished_at = time.monotonic()
         return block(128, 1.0)
 
-    blocks = timing.paired_blocks(servers, range(3), run)
+    blocks = timing.paired_blocks(servers, range(3), run, first=lambda pair: pair != 1)
     assert [name for name, _ in order] == ["baseline", "speculative", "speculative", "baseline", "baseline", "speculative"]
     assert {side: len(found) for side, found in blocks.items()} == {"baseline": 3, "speculative": 3}
     gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(order)]
     assert min(gaps) >= timing.QUIET_BEFORE_BLOCK
+
+
+def test_the_order_of_a_pair_is_a_fair_coin_not_a_fixed_pattern():
+    draws = [timing.baseline_first(pair) for pair in range(2000)]
+    assert 0.45 < sum(draws) / len(draws) < 0.55
+    assert draws[0::2] != [True] * 1000  # not A B B A
 
 
 def quiet_servers() -> dict[str, serving.Server]:
