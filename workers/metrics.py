@@ -84,8 +84,9 @@ def acceptance_by_k(counters: SpecCounters) -> list[AtK]:
     A chain draft reaches position i only through positions 1..i-1, so a step that accepted j of K tokens
     would have accepted min(j, k) of k; vLLM's per-position counts over drafting steps give the share of steps
     reaching each position. Steps restart where the last one ended, so a run at k splits the text into other
-    steps: the figure is the K run's, read at k, equal to a run at k up to counting noise
-    (tests/workers/engines/test_vllm.py measures both).
+    steps: the figure is the K run's, read at k, an estimate of a run at k, not its measurement; where prompts
+    differ it is biased low (an independent review simulated 1.6-8 %). tests/workers/engines/test_vllm.py
+    compares it with real runs at k.
     """
     reached = [n / counters.drafts for n in counters.per_position]
     return [{"k": k, "mean_acceptance_length": 1 + sum(reached[:k])} for k in range(1, len(reached) + 1)]
