@@ -95,6 +95,7 @@ MIDDLEWARE = [
     "registry.logins.KnownDevice",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "registry.middleware.BadParameterPage",
     # Last, so it sees a view's database errors first (and DRF views', which re-raise them).
     "registry.middleware.DatabaseOutage",
 ]

@@ -137,3 +137,12 @@ def test_an_error_quotes_at_most_100_characters_of_what_was_sent(db):
     assert "x" * 101 not in answer.content.decode() and "5000 characters" in answer.content.decode()
     choice = client.get(f"/api/v1/pairs/?method={'y' * 5000}")  # DRF's and django-filter's own messages quote it whole
     assert choice.status_code == 400 and "y" * 101 not in choice.content.decode(), choice.content[:300]
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["debug-off", "debug-on"])
+def test_a_bad_page_parameter_is_the_400_page_with_its_reason_debug_on_or_off(signed_in, settings, debug):
+    settings.DEBUG = debug
+    answer = signed_in.get("/runs/?page=" + FULL_WIDTH_ONE)
+    text = answer.content.decode()
+    assert answer.status_code == 400 and "page: " in text and "ASCII digits" in text
+    assert "Request Method" not in text  # not Django's debug page, whose inline script the CSP blocks
