@@ -17,7 +17,14 @@ from registry.models import (
     Role,
     SubmissionStatus,
 )
-from registry.selectors.runs import RunSummary, latest_finished_run, property_rows, run_document, run_summary
+from registry.selectors.runs import (
+    RunSummary,
+    latest_finished_run,
+    property_rows,
+    regression_rows,
+    run_document,
+    run_summary,
+)
 from registry.states import RunState
 
 
@@ -157,7 +164,7 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "history": list(pair.runs.public().order_by("-created_at", "-id")[:50]),
         "gate": pair.compatibility or {},
         "certificate": pair.certificates.filter(run__workload__isnull=True).first(),
-        "regressions": list(pair.regressions.select_related("previous_run__pair__draft")),
+        "regressions": regression_rows(pair=pair),
         "rtol_percent": round(settings.SPECHUB_REGRESSION_RTOL * 100, 2),
     }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -10,9 +10,11 @@ from django.db.models import Case, QuerySet, Value, When
 
 from kernel import result
 from kernel.spec import ModelRef, Plan, RunSpec, Thresholds, levels_for, most_pairs_for
+from kernel.stats import detectable_drop
 from registry.models import (
     CertificationRun,
     Pair,
+    Regression,
 )
 from registry.states import FINAL_STATES, RunState
 
@@ -175,6 +177,11 @@ def previous_lineage_run(*, run: CertificationRun) -> CertificationRun | None:
 
     Revisions are deliberately not part of the lineage: a new draft revision is compared with the old one.
     """
+    return lineage_runs_before(run=run).first()
+
+
+def lineage_runs_before(*, run: CertificationRun) -> QuerySet[CertificationRun]:
+    """Return the finished certifications of `run`'s lineage on its hardware before it, the latest first."""
     pair = run.pair
     return (
         CertificationRun.objects.public()
@@ -189,5 +196,25 @@ def previous_lineage_run(*, run: CertificationRun) -> CertificationRun | None:
         )
         .exclude(pk=run.pk)
         .order_by("-finished_at", "-id")
-        .first()
     )
+
+
+def lineage_block_ratios(*, run: CertificationRun, latest: int) -> list[list[list[float]]]:
+    """Return the c=1 block ratios of the `latest` earlier certifications of `run`'s lineage, grouped by pair."""
+    by_pair: dict[int, list[list[float]]] = {}
+    for earlier in lineage_runs_before(run=run)[:latest]:
+        by_pair.setdefault(earlier.pair_id, []).append(result.block_ratios(run_document(earlier)))
+    return list(by_pair.values())
+
+
+@dataclass(frozen=True)
+class RegressionRow:
+    regression: Regression
+    detectable_percent: float | None  # the drop its comparison flags half the time, in %; None for a counted figure
+
+
+def regression_rows(*, pair: Pair) -> list[RegressionRow]:
+    """Return a pair's regressions, each with the drop its comparison could detect (read back from its interval)."""
+    rows = pair.regressions.select_related("previous_run__pair__draft")
+    tolerance = settings.SPECHUB_REGRESSION_RTOL
+    return [RegressionRow(r, None if (d := detectable_drop(r.interval, tolerance)) is None else 100 * d) for r in rows]
