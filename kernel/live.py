@@ -9,18 +9,29 @@ AL in a window is 1 + accepted/drafts. Its interval treats each finished request
 independent unit: a request's steps share its prompt and accept alike, so steps alone would give an interval far
 narrower than the truth (tests/kernel/test_live.py simulates it). With only counts, the variance of a step's
 accepted tokens comes exactly from the per-position counts (P(X >= i) is position i's share), and dividing it by
-the requests, as if every step of a request accepted the same, bounds the variance of the mean from above.
+the requests, as if every step of a request accepted the same, bounds the variance of the mean from above, but only
+for requests of one length: AL is a ratio, each request weighing by its steps, and the ratio's variance over requests
+grows with Σ steps² / (Σ steps)², which the counters do not tell. So the requests are discounted by LENGTH_SPREAD,
+the 1 + CV² of lognormal output lengths with sigma 1 (chat traffic's spread), and the t takes those few units.
+
+"Below" is held to a false alarm in at most FAMILY_ALPHA of deployments over FAMILY_WINDOWS windows: the window's
+one-sided bound at 1 - FAMILY_ALPHA / FAMILY_WINDOWS (Bonferroni) lies wholly under the certified band, and so did the
+window before. The level holds where the lengths spread no wider than LENGTH_SPREAD allows; past it, a window that
+one very long request dominates can read low alone, but such windows come apart, so two in a row are rare
+(tests/kernel/test_live_family.py simulates both). A certified run without an interval gives no band, and a point is
+no band: "no band", never "below", against it.
 
 Pure: no Django; the registry stores snapshots and judges through these functions.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kernel.stats import t_975
+from kernel.stats import t_975, t_quantile
 
 MIN_DRAFTS = 200  # drafting steps below which a window is too small to judge
 MIN_REQUESTS = 8  # finished requests, likewise: the interval's units
@@ -29,9 +40,14 @@ MAX_POSITIONS = 64  # no engine drafts more tokens a step
 MAX_COUNT = 2**62  # what a 64-bit counter column holds, with room to sum windows
 EARLIEST, LATEST = 1e9, 1e10  # read_at in seconds since the epoch: 2001 to 2286
 MAX_CLOCK_AHEAD = 300.0  # seconds a watcher's clock may run ahead of the server's; one far ahead would block every push
+# 1 + CV² of the requests' drafting steps: e^(sigma²) for lognormal output lengths with sigma 1 (chat traffic's spread).
+LENGTH_SPREAD = math.e
+FAMILY_ALPHA, FAMILY_WINDOWS = 0.05, 30  # at most 5 % of matching deployments read "below" once in 30 windows
 
 WITHIN, BELOW, COLLAPSE, TOO_SMALL, MISMATCH = "within", "below", "collapse", "too small", "mismatch"
-VERDICTS = (WITHIN, BELOW, COLLAPSE, TOO_SMALL, MISMATCH)
+NO_BAND = "no band"  # the certified run has no interval: a point, against which any window would read below
+VERDICTS = (WITHIN, BELOW, COLLAPSE, TOO_SMALL, MISMATCH, NO_BAND)
+NO_BAND_REASON = "no band: re-certify to hold it live"
 
 
 class Refused(ValueError):
@@ -193,14 +209,38 @@ def al_interval(counts: Counts, k: int | None = None) -> tuple[float, float] | N
 def interval(drafts: int, accepted: int, second: int | None, requests: int, k: int | None = None) -> tuple[float, float] | None:
     """AL's 95 % interval from sums: drafting steps, tokens accepted, their squares (None: not counted, and the
     largest variance a count in [0, k] with this mean can have is taken), finished requests."""
+    spread = _spread(drafts, accepted, second, requests, k)
+    if spread is None:
+        return None
+    mean, error, dof = spread
+    half = t_975(dof) * error
+    return 1 + max(0.0, mean - half), 1 + mean + half
+
+
+def al_bound(counts: Counts, k: int | None = None) -> float | None:
+    """AL's one-sided upper bound at 1 - FAMILY_ALPHA / FAMILY_WINDOWS: under the band in at most FAMILY_ALPHA of
+    FAMILY_WINDOWS windows of a deployment that runs as certified."""
+    spread = _spread(counts.drafts, counts.accepted, counts.squares, counts.requests, k)
+    if spread is None:
+        return None
+    mean, error, dof = spread
+    return 1 + mean + _t(1 - FAMILY_ALPHA / FAMILY_WINDOWS, dof) * error
+
+
+def _spread(drafts: int, accepted: int, second: int | None, requests: int, k: int | None) -> tuple[float, float, int] | None:
+    """Tokens accepted a step, its standard error and the t's degrees of freedom, over the effective requests."""
     if not drafts or requests < 2:
         return None
     mean = accepted / drafts
     bound = mean * max(0.0, (k or MAX_POSITIONS) - mean)
     variance = max(0.0, second / drafts - mean * mean) if second is not None else bound
-    units = min(requests, drafts)
-    half = t_975(units - 1) * math.sqrt(variance / units)
-    return 1 + max(0.0, mean - half), 1 + mean + half
+    units = min(requests, drafts) / LENGTH_SPREAD
+    return mean, math.sqrt(variance / units), max(1, math.floor(units) - 1)
+
+
+@functools.lru_cache(maxsize=1024)
+def _t(p: float, dof: int) -> float:
+    return t_quantile(p, dof)
 
 
 def position_rates(counts: Counts) -> list[float]:
@@ -220,32 +260,95 @@ def rate_interval(successes: int, trials: int) -> tuple[float, float] | None:
 
 @dataclass(frozen=True)
 class Certified:
-    """What the deployment claims to run, as certified: AL's interval, the k it drafted, the engine build."""
+    """What the deployment claims to run, as certified: AL's interval (None where the run gave none), the k it
+    drafted, the engine build."""
 
-    band: tuple[float, float]
+    band: tuple[float, float] | None
     k: int
     engine_version: str | None
     per_position: tuple[float, ...] = ()  # the certified run's cumulative rates, shown beside the live ones
+    al: float | None = None  # the certified AL, what a drop is measured from (the band's middle where not given)
+
+    @property
+    def centre(self) -> float | None:
+        if self.al is not None:
+            return self.al
+        return (self.band[0] + self.band[1]) / 2 if self.band else None
 
 
-def judge(counts: Counts, certified: Certified, *, k: int | None, engine_version: str | None) -> tuple[str, str]:
-    """The verdict on a span of live counts against the certificate, and why."""
-    if k is not None and k != certified.k:
-        return MISMATCH, f"the deployment drafts k={k}; the certificate measured k={certified.k}: not the certified configuration"
-    if engine_version and certified.engine_version and engine_version != certified.engine_version:
-        return MISMATCH, (f"the deployment runs vLLM {engine_version}; the certificate measured {certified.engine_version}: "
-                          "not the certified configuration")  # fmt: skip
+def judge(
+    counts: Counts, certified: Certified, *, k: int | None, engine_version: str | None, before: Counts | None = None
+) -> tuple[str, str]:
+    """The verdict on a span of live counts against the certificate, and why; `before`, the span before it, must
+    read under the band too for "below"."""
+    mismatch = _mismatch(certified, k, engine_version)
+    if mismatch:
+        return MISMATCH, mismatch
     if counts.drafts < MIN_DRAFTS or counts.requests < MIN_REQUESTS:
         return TOO_SMALL, (f"{counts.drafts} drafting steps over {counts.requests} finished requests: too few to judge "
                            f"(at least {MIN_DRAFTS} and {MIN_REQUESTS})")  # fmt: skip
-    interval = al_interval(counts, certified.k)
+    interval, bound = al_interval(counts, certified.k), al_bound(counts, certified.k)
     al = acceptance_length(counts)
-    assert interval is not None and al is not None  # drafts and requests are there
-    low, high = interval
-    shown = f"AL {al:.2f} [{low:.2f}, {high:.2f}]"
-    if high < COLLAPSE_AL:
+    assert interval is not None and bound is not None and al is not None  # drafts and requests are there
+    shown = f"AL {al:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+    if interval[1] < COLLAPSE_AL:
         return COLLAPSE, f"{shown} with drafts still proposed: speculation accepts almost nothing, as broken output does"
-    if high < certified.band[0]:
-        return BELOW, (f"{shown}, wholly below the certified [{certified.band[0]:.2f}, {certified.band[1]:.2f}]: your traffic "
-                       "or your deployment differs from what was certified")  # fmt: skip
-    return WITHIN, f"{shown} against the certified [{certified.band[0]:.2f}, {certified.band[1]:.2f}]"
+    if certified.band is None:
+        measured = f"AL {certified.al:.2f}" if certified.al is not None else "an AL"
+        return NO_BAND, f"{NO_BAND_REASON} (the certified run measured {measured}, with no interval over its prompts; {shown})"
+    return _against_band(counts, certified, shown, bound, before)
+
+
+def _against_band(counts: Counts, certified: Certified, shown: str, bound: float, before: Counts | None) -> tuple[str, str]:
+    assert certified.band is not None
+    band = f"[{certified.band[0]:.2f}, {certified.band[1]:.2f}]"
+    if bound >= certified.band[0]:
+        return WITHIN, f"{shown} against the certified {band}; {unseen_drop_text(unseen_drop(counts, certified))}"
+    under = f"{shown}, at most {bound:.2f} (one-sided, {FAMILY_ALPHA:g} over {FAMILY_WINDOWS} windows)"
+    if before is None or not reads_under(before, certified):
+        return WITHIN, (f"{under}, under the certified {band} in this window alone: it reads below when the next "
+                        "window agrees (one very long request can sway a window)")  # fmt: skip
+    return BELOW, (f"{under}, wholly below the certified {band} in this window and the one before: your traffic or "
+                   "your deployment differs from what was certified")  # fmt: skip
+
+
+def reads_under(counts: Counts, certified: Certified) -> bool:
+    """True where the span is judgeable and its bound lies wholly under the certified band."""
+    if certified.band is None or counts.drafts < MIN_DRAFTS or counts.requests < MIN_REQUESTS:
+        return False
+    bound = al_bound(counts, certified.k)
+    return bound is not None and bound < certified.band[0]
+
+
+def _mismatch(certified: Certified, k: int | None, engine_version: str | None) -> str:
+    if k is not None and k != certified.k:
+        return f"the deployment drafts k={k}; the certificate measured k={certified.k}: not the certified configuration"
+    if engine_version and certified.engine_version and engine_version != certified.engine_version:
+        return (f"the deployment runs vLLM {engine_version}; the certificate measured {certified.engine_version}: "
+                "not the certified configuration")  # fmt: skip
+    return ""
+
+
+def unseen_drop(counts: Counts, certified: Certified) -> float | None:
+    """The relative fall of the true AL from the certified one that this traffic could hide: above it, the window's
+    bound would lie under the band. 1 where even AL 1 would not read under; None where there is no band or bound.
+
+    The bound's reach above AL is taken at the fallen AL: a step's tokens accepted vary about as much as their mean,
+    so the reach scales with the square root of AL - 1 (simulated, within a few points of the drop that reads under
+    half the time)."""
+    bound, al, centre = al_bound(counts, certified.k), acceptance_length(counts), certified.centre
+    if certified.band is None or bound is None or al is None or centre is None:
+        return None
+    reach = (bound - al) / math.sqrt(al - 1) if al > 1 else bound - 1
+    # The highest AL T whose bound clears the band: T + reach * sqrt(T - 1) = the band's low end, solved for sqrt(T - 1).
+    root = (math.sqrt(reach * reach + 4 * max(0.0, certified.band[0] - 1)) - reach) / 2
+    highest = 1 + root * root
+    return min(1.0, max(0.0, 1 - highest / centre)) if root > 0 else 1.0
+
+
+def unseen_drop_text(drop: float | None) -> str:
+    if drop is None:
+        return "no band to measure a drop against"
+    if drop >= 1:
+        return "at this traffic no drop would show"
+    return f"a drop under {drop * 100:.0f} % would not show at this traffic"

@@ -35,6 +35,7 @@ urlpatterns = [
     path("deployments/<int:pk>/token/", deployment_views.deployment_token, name="deployment-token"),
     path("deployments/<int:pk>/revoke/", deployment_views.deployment_revoke, name="deployment-revoke"),
     path("deployments/<int:pk>/reset/", deployment_views.deployment_ingest_reset, name="deployment-ingest-reset"),
+    path("deployments/<int:pk>/recertify/", deployment_views.deployment_recertify, name="deployment-recertify"),
     path("deployments/<int:pk>/delete/", deployment_views.deployment_remove, name="deployment-delete"),
     path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
     path("accounts/password_reset/", PasswordResetView.as_view(form_class=ThrottledPasswordReset), name="password_reset"),

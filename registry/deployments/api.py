@@ -35,11 +35,12 @@ class DeploymentOut(serializers.ModelSerializer[Deployment]):
                   "token_hint", "token_revoked", "certified", "created_at"]  # fmt: skip
 
     def get_certified(self, deployment: Deployment) -> dict[str, Any] | None:
-        """The band live AL is held to (the certified AL's 95 % interval), the k and the engine build certified."""
+        """The band live AL is held to (the certified AL's 95 % interval; null where the certified run gave none, and
+        the state is "no band"), the k and the engine build certified."""
         found = selectors.certified_for(deployment=deployment)
         if found is None:
             return None
-        return {"band": list(found.band), "k": found.k, "engine_version": found.engine_version}
+        return {"band": list(found.band) if found.band else None, "k": found.k, "engine_version": found.engine_version}
 
     def get_token_revoked(self, deployment: Deployment) -> bool:
         return not deployment.token_hash

@@ -13,7 +13,7 @@ from django.http import Http404
 from kernel import live, result
 from registry.models import CertificationRun, Deployment, LiveSnapshot
 from registry.selectors import run_document
-from registry.states import RunState
+from registry.states import FINAL_STATES, RunState
 
 # Looking back from the newest window for enough steps and requests to judge, no further than this.
 JUDGE_SPAN_SECONDS = 3600
@@ -28,6 +28,14 @@ def deployments_of(*, user: Any) -> QuerySet[Deployment]:
 def deployment_for(*, user: Any, pk: int) -> Deployment:
     """The user's deployment `pk`; anyone else's, or none, is a 404 (never a 403 that confirms it exists)."""
     found = deployments_of(user=user).filter(pk=pk).first() if getattr(user, "is_authenticated", False) else None
+    if found is None:
+        raise Http404("No such deployment.")
+    return found
+
+
+def deployment_owned(*, user: Any, pk: int) -> Deployment:
+    """The user's own deployment `pk`, for what only its owner may do (staff too get a 404 for another's)."""
+    found = deployments_of(user=user).filter(pk=pk, owner_id=user.pk).first() if user.is_authenticated else None
     if found is None:
         raise Http404("No such deployment.")
     return found
@@ -52,9 +60,19 @@ def certified_for(*, deployment: Deployment) -> live.Certified | None:
         return None
     if run is None or not acceptance or (al := acceptance.get("mean_acceptance_length")) is None:
         return None
-    low, high = acceptance.get("mean_acceptance_length_interval") or (al, al)
-    return live.Certified(band=(low, high), k=deployment.pair.num_speculative_tokens, engine_version=run.engine_version or None,
-                          per_position=tuple(acceptance.get("per_position") or ()))  # fmt: skip
+    interval = acceptance.get("mean_acceptance_length_interval")  # absent without per-prompt counts: no band, not a point
+    band = (interval[0], interval[1]) if interval else None
+    return live.Certified(band=band, k=deployment.pair.num_speculative_tokens, engine_version=run.engine_version or None,
+                          per_position=tuple(acceptance.get("per_position") or ()), al=al)  # fmt: skip
+
+
+def recertification_pending(*, deployment: Deployment) -> CertificationRun | None:
+    """The run queued or going for the deployment's pair on its certified run's hardware (and workload), if any."""
+    held = certified_run(deployment=deployment)
+    if held is None:
+        return None
+    runs = CertificationRun.objects.filter(pair=deployment.pair_id, hardware=held.hardware, workload=held.workload_id)
+    return runs.exclude(state__in=FINAL_STATES).order_by("-created_at", "-id").first()
 
 
 def latest_snapshot(*, deployment: Deployment) -> LiveSnapshot | None:
@@ -68,16 +86,24 @@ def as_snapshot(row: LiveSnapshot) -> live.Snapshot:
 
 def trailing_counts(*, deployment: Deployment, newest: LiveSnapshot | None) -> live.Counts:
     """The windows back from `newest`, summed until there are enough steps and requests to judge (or the span ends)."""
+    return trailing_spans(deployment=deployment, newest=newest, count=1)[0]
+
+
+def trailing_spans(*, deployment: Deployment, newest: LiveSnapshot | None, count: int = 2) -> list[live.Counts]:
+    """The judged span back from `newest` and up to `count` - 1 before it, newest first, each the windows summed
+    until there are enough steps and requests to judge (the oldest may fall short where the hour ends)."""
     if newest is None:
-        return live.Counts()
+        return [live.Counts()]
     rows = LiveSnapshot.objects.filter(deployment=deployment, read_epoch__gte=newest.read_epoch - JUDGE_SPAN_SECONDS)
-    total = live.Counts()
+    spans = [live.Counts()]
     fields = ("w_drafts", "w_accepted", "w_requests", "w_per_position")
     for drafts, accepted, requests, positions in rows.order_by("-read_epoch", "-id").values_list(*fields)[:1000]:
-        total = total + live.Counts(drafts, 0, accepted, tuple(positions), requests)
-        if total.drafts >= live.MIN_DRAFTS and total.requests >= live.MIN_REQUESTS:
-            break
-    return total
+        spans[-1] = spans[-1] + live.Counts(drafts, 0, accepted, tuple(positions), requests)
+        if spans[-1].drafts >= live.MIN_DRAFTS and spans[-1].requests >= live.MIN_REQUESTS:
+            if len(spans) == count:
+                break
+            spans.append(live.Counts())
+    return [span for span in spans if span.drafts or span.requests] or [live.Counts()]
 
 
 class Point(TypedDict):
@@ -91,6 +117,7 @@ class Point(TypedDict):
     interval: list[float]
     verdict: str
     reason: str
+    unseen_drop: float | None  # the true AL's relative fall this stretch's traffic could hide, beside "within"
     restarts: int
 
 
@@ -116,16 +143,23 @@ def timeline(*, deployment: Deployment, certified: live.Certified | None, since:
         )
         .order_by("bucket")
     )
-    return [_point(bucket, certified) for bucket in buckets]
+    found: list[Point] = []
+    before: live.Counts | None = None
+    for bucket in buckets:
+        counts = live.Counts(bucket["drafts"], 0, bucket["accepted"], (), bucket["requests"], bucket["second"])
+        found.append(_point(bucket, counts, certified, before))
+        before = counts
+    return found
 
 
-def _point(bucket: Mapping[str, Any], certified: live.Certified | None) -> Point:
-    counts = live.Counts(bucket["drafts"], 0, bucket["accepted"], (), bucket["requests"], bucket["second"])
-    interval = live.al_interval(counts)
+def _point(bucket: Mapping[str, Any], counts: live.Counts, certified: live.Certified | None, before: live.Counts | None) -> Point:
+    interval = live.al_interval(counts, certified.k if certified else None)
+    unseen = None
     if certified is None:
         verdict, reason = "not certified", "no finished certification of the pair to hold it to"
     else:
-        verdict, reason = live.judge(counts, certified, k=None, engine_version=None)
+        verdict, reason = live.judge(counts, certified, k=None, engine_version=None, before=before)
+        unseen = live.unseen_drop(counts, certified) if verdict == live.WITHIN else None
     return {
         "start": datetime.fromtimestamp(bucket["start"], UTC),
         "end": datetime.fromtimestamp(bucket["end"], UTC),
@@ -135,6 +169,7 @@ def _point(bucket: Mapping[str, Any], certified: live.Certified | None) -> Point
         "interval": list(interval) if interval else [],
         "verdict": verdict,
         "reason": reason,
+        "unseen_drop": unseen,
         "restarts": bucket["restarts"],
     }
 

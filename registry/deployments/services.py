@@ -17,9 +17,31 @@ from django.db import transaction
 from django.utils import timezone
 
 from kernel import live
-from registry.deployments.selectors import as_snapshot, certified_for, latest_snapshot, trailing_counts
-from registry.models import Certificate, Deployment, LiveSnapshot, Pair, WebhookEvent, Workload
+from registry.deployments.selectors import (
+    as_snapshot,
+    certified_for,
+    certified_run,
+    latest_snapshot,
+    recertification_pending,
+    trailing_spans,
+)
+from registry.models import (
+    Certificate,
+    CertificationRun,
+    Deployment,
+    LiveSnapshot,
+    Pair,
+    RunTrigger,
+    Submission,
+    SubmissionStatus,
+    WebhookEvent,
+    Workload,
+)
+from registry.selectors import submission_quota
 from registry.services.notifications import owner_event_notify
+from registry.services.runs import run_create
+from registry.services.users import user_lock
+from registry.traffic.services import workload_certify
 
 RESET_HINT = (
     " If the watcher's clock ran ahead once, reset the deployment's ingest state on its page, or POST "
@@ -202,9 +224,9 @@ def _judge(deployment: Deployment) -> None:
     newest = latest_snapshot(deployment=deployment)
     if certified is None or newest is None:
         return
-    counts = trailing_counts(deployment=deployment, newest=newest)
-    k = len(newest.per_position) or None
-    verdict, reason = live.judge(counts, certified, k=k, engine_version=newest.engine_version or None)
+    counts, *earlier = trailing_spans(deployment=deployment, newest=newest, count=2)
+    k, version = len(newest.per_position) or None, newest.engine_version or None
+    verdict, reason = live.judge(counts, certified, k=k, engine_version=version, before=earlier[0] if earlier else None)
     if verdict == live.TOO_SMALL:
         if not deployment.state:
             deployment.state_reason = reason
@@ -234,10 +256,57 @@ def _drift_notify(deployment: Deployment, before: str, certified: live.Certified
             "to": deployment.state,
             "reason": deployment.state_reason,
             "live_al": deployment.live_al,
-            "certified_band": list(certified.band),
+            "certified_band": list(certified.band) if certified.band else None,
         },
     }
     owner_event_notify(owner=deployment.owner, event=WebhookEvent.DRIFT, subject=str(body["subject"]), body=body)
+
+
+def deployment_recertify(*, deployment: Deployment, user: Any) -> CertificationRun:
+    """Queue a certification of the deployment's pair on its certified run's hardware (and workload), requested by
+    `user`, its owner, as one of their submissions; refused while a run for that pair and hardware is queued or going.
+
+    A deployment pinned to a certificate is unpinned, so that the new run, once finished, is what holds it."""
+    held = certified_run(deployment=deployment)
+    if held is None:
+        raise ValidationError("The pair has no finished certification to repeat.", code="not-certified")
+    with transaction.atomic():
+        # Every request for this pair, by whichever owner, waits here: two clicks cannot both find no run.
+        Pair.objects.select_for_update().filter(pk=deployment.pair_id).exists()
+        pending = recertification_pending(deployment=deployment)
+        if pending is not None:
+            raise ValidationError(f"Run {pending.pk} already certifies this pair on {pending.hardware} ({pending.state}); "
+                                  "the deployment is held to it once it finishes.", code="pending")  # fmt: skip
+        _within_submission_quota(user)
+        run = _recertification(deployment, held, user)
+        _submission_record(deployment.pair, run, user)
+        if deployment.certificate_id is not None:
+            deployment.certificate = None
+            deployment.save(update_fields=["certificate"])
+    return run
+
+
+def _within_submission_quota(user: Any) -> None:
+    user_lock(user)  # two requests of one user count each other's submissions
+    quota = submission_quota(user=user)
+    if int(quota["used"]) >= int(quota["limit"]):
+        raise ValidationError(f"You have used your {quota['limit']} submissions per {quota['period']}, and a "
+                              "re-certification counts as one; try again later.", code="quota")  # fmt: skip
+
+
+def _recertification(deployment: Deployment, held: CertificationRun, user: Any) -> CertificationRun:
+    if held.workload is not None:  # the workload's own rules too: its daily runs, and none once deleted
+        return workload_certify(workload=held.workload, pairs=[deployment.pair], hardware=held.hardware, requested_by=user)[0]
+    return run_create(pair=deployment.pair, hardware=held.hardware, trigger=RunTrigger.MANUAL, requested_by=user)
+
+
+def _submission_record(pair: Pair, run: CertificationRun, user: Any) -> None:
+    """The user's submissions list the run, and the quota counts it."""
+    subject = pair.draft or pair.verifier
+    Submission.objects.create(submitted_by=user, repo_id=subject.repo_id, revision=subject.sha,
+                              verifier_repo_id=pair.verifier.repo_id, verifier_revision=pair.verifier.sha,
+                              status=SubmissionStatus.ACCEPTED, pair=pair, run=run,
+                              validation_report={"recertify": True})  # fmt: skip
 
 
 def snapshots_thin(*, now: datetime | None = None) -> int:

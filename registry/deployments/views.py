@@ -21,6 +21,7 @@ from registry import charts
 from registry.deployments import selectors, services
 from registry.models import Deployment, Pair, Workload
 from registry.params import whole_number, whole_number_or_none
+from registry.selectors import submission_quota
 from registry.states import RunState
 
 DAYS = (1, 7, 30, 365)
@@ -79,9 +80,10 @@ def deployment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _detail(request, selectors.deployment_for(user=request.user, pk=pk), None)
 
 
-def _detail(request: HttpRequest, deployment: Deployment, token: str | None) -> HttpResponse:
+def _detail(request: HttpRequest, deployment: Deployment, token: str | None, refused: str = "") -> HttpResponse:
     days = whole_number(request.GET.get("days"), name="days", high=366, default=7)
     certified = selectors.certified_for(deployment=deployment)
+    no_band = certified is not None and certified.band is None
     points = selectors.timeline(deployment=deployment, certified=certified, since=timezone.now() - timedelta(days=days))
     context: dict[str, Any] = {
         "deployment": deployment,
@@ -96,8 +98,22 @@ def _detail(request: HttpRequest, deployment: Deployment, token: str | None) -> 
         "endpoint": request.build_absolute_uri("/").rstrip("/"),
         "min_drafts": live.MIN_DRAFTS,
         "min_requests": live.MIN_REQUESTS,
+        "family_windows": live.FAMILY_WINDOWS,
+        "recertify": _recertify_context(request, deployment) if no_band else None,
+        "recertify_refused": refused,
     }
-    return render(request, "registry/deployment.html", context)
+    return render(request, "registry/deployment.html", context, status=422 if refused else 200)
+
+
+def _recertify_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any]:
+    """What the no-band notice shows: the run already on its way, else the button and the quota it counts against."""
+    held = selectors.certified_run(deployment=deployment)
+    return {
+        "pending": selectors.recertification_pending(deployment=deployment),
+        "hardware": held.hardware if held else "",
+        "owner": request.user.pk == deployment.owner_id,
+        "quota": submission_quota(user=request.user),
+    }
 
 
 @login_required
@@ -106,6 +122,18 @@ def deployment_token(request: HttpRequest, pk: int) -> HttpResponse:
     """A new ingest token (the old one stops working), shown once on the page this answers with."""
     deployment = selectors.deployment_for(user=request.user, pk=pk)
     return _detail(request, deployment, services.deployment_token_issue(deployment=deployment))
+
+
+@login_required
+@require_POST
+def deployment_recertify(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue a re-certification of the deployment's pair, its owner's only, so that it gets a band to be held to."""
+    deployment = selectors.deployment_owned(user=request.user, pk=pk)
+    try:
+        services.deployment_recertify(deployment=deployment, user=request.user)
+    except ValidationError as refused:
+        return _detail(request, deployment, None, " ".join(refused.messages))
+    return redirect("deployment", pk=pk)
 
 
 @login_required

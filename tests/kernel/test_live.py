@@ -70,10 +70,11 @@ def test_the_interval_takes_the_variance_from_the_positions_and_requests_as_its_
     # Every step accepts exactly 2 of 4: no spread, so the interval is the point.
     counts = Counts(drafts=400, draft_tokens=1600, accepted=800, per_position=(400, 400, 0, 0), requests=20)
     assert live.al_interval(counts) == (3.0, 3.0)
-    # Half the steps accept 4, half 0: variance 4; with 25 requests as the units, t(24) * sqrt(4 / 25).
+    # Half the steps accept 4, half 0: variance 4; 25 requests of spread lengths count as 25 / e = 9.2 units,
+    # so t(8) * sqrt(4 / 9.2).
     spread = Counts(drafts=400, draft_tokens=1600, accepted=800, per_position=(200, 200, 200, 200), requests=25)
     low, high = live.al_interval(spread)  # type: ignore[misc]
-    assert high - 3.0 == pytest.approx(2.0639 * 2 / 5, rel=1e-3) and low == pytest.approx(6 - high)
+    assert high - 3.0 == pytest.approx(2.306 * 2 / (25 / np.e) ** 0.5, rel=1e-3) and low == pytest.approx(6 - high)
 
 
 def simulated_windows(rng: np.random.Generator, windows: int, k: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,7 +116,7 @@ CERTIFIED = Certified(band=(3.2, 3.6), k=4, engine_version="0.32.0")
     ("counts", "k", "version", "verdict"),
     [
         (Counts(1000, 4000, 2400, (900, 700, 500, 300), 50), 4, "0.32.0", live.WITHIN),
-        (Counts(1000, 4000, 1200, (600, 350, 200, 50), 50), 4, "0.32.0", live.BELOW),
+        (Counts(1000, 4000, 1200, (600, 350, 200, 50), 200), 4, "0.32.0", live.BELOW),
         (Counts(1000, 4000, 30, (25, 4, 1, 0), 50), 4, "0.32.0", live.COLLAPSE),
         (Counts(100, 400, 240, (90, 70, 50, 30), 5), 4, "0.32.0", live.TOO_SMALL),
         (Counts(1000, 3000, 1200, (600, 350, 250), 50), 3, "0.32.0", live.MISMATCH),
@@ -124,5 +125,36 @@ CERTIFIED = Certified(band=(3.2, 3.6), k=4, engine_version="0.32.0")
     ids=["within", "below", "collapse", "too-small", "other-k", "other-engine"],
 )
 def test_each_verdict_with_its_reason(counts, k, version, verdict):
-    found, reason = live.judge(counts, CERTIFIED, k=k, engine_version=version)
+    # "below" needs the window before to read under the band too, and the bound at the family's level: 200 requests
+    # for AL 2.2 against [3.2, 3.6] (50 were enough for the single window's 95 % interval this replaced).
+    found, reason = live.judge(counts, CERTIFIED, k=k, engine_version=version, before=counts)
     assert found == verdict and reason
+
+
+def test_one_window_under_the_band_reads_below_only_when_the_one_before_did_too():
+    low = Counts(1000, 4000, 1200, (600, 350, 200, 50), 200)
+    fine = Counts(1000, 4000, 2400, (900, 700, 500, 300), 200)
+    for before in (None, fine):
+        found, reason = live.judge(low, CERTIFIED, k=4, engine_version=None, before=before)
+        assert found == live.WITHIN and "in this window alone" in reason
+    found, reason = live.judge(low, CERTIFIED, k=4, engine_version=None, before=low)
+    assert found == live.BELOW and "wholly below the certified [3.20, 3.60]" in reason
+
+
+def test_a_point_band_is_no_band_never_below_and_within_names_the_drop_it_would_miss():
+    point = Certified(band=None, k=4, engine_version="0.32.0", al=3.4)
+    low = Counts(1000, 4000, 1200, (600, 350, 200, 50), 200)
+    found, reason = live.judge(low, point, k=4, engine_version=None, before=low)
+    assert found == live.NO_BAND and reason.startswith("no band: re-certify to hold it live") and "AL 3.40" in reason
+    assert live.unseen_drop(low, point) is None
+    # AL 3.4 over 50 requests: the bound reaches 1.08 above it; held to [3.2, 3.6] from 3.4, a true AL under 2.38
+    # (30 % down), where the bound reaches less (as the root of AL - 1), would read under the band.
+    counts = Counts(1000, 4000, 2400, (900, 700, 500, 300), 50)
+    found, reason = live.judge(counts, CERTIFIED, k=4, engine_version=None)
+    drop = live.unseen_drop(counts, CERTIFIED)
+    assert found == live.WITHIN and reason.endswith(f"a drop under {drop * 100:.0f} % would not show at this traffic")  # type: ignore[operator]
+    bound, al = live.al_bound(counts, 4), live.acceptance_length(counts)
+    assert bound is not None and al is not None
+    highest = CERTIFIED.centre * (1 - drop)  # type: ignore[operator]
+    assert highest + (bound - al) * ((highest - 1) / (al - 1)) ** 0.5 == pytest.approx(3.2)
+    assert live.unseen_drop_text(1.0) == "at this traffic no drop would show"

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from registry.deployments import services
-from registry.models import Deployment, LiveSnapshot, WebhookDelivery, WebhookEndpoint
+from registry.models import Certificate, CertificationRun, Deployment, LiveSnapshot, Submission, WebhookDelivery, WebhookEndpoint
 from registry.states import RunState
 from tests.support.factories import PairFactory, RunFactory
 
@@ -111,10 +111,15 @@ def test_traffic_below_the_band_is_reported_below_and_one_drift_event_is_queued_
     ok = push(deployment, token, server.serve(NOW - 300, 1000, 2.4, 40), server.serve(NOW - 240, 2000, 2.4, 80))
     assert ok.status_code == 201 and ok.json()["state"] == "within", ok.content
     assert WebhookDelivery.objects.count() == 0  # the first verdict, within, is no drift
+    # One window under the band is not yet "below" (one very long request can sway a window): the next must agree.
     assert push(deployment, token, server.serve(NOW - 180, 2000, 0.9, 80)).status_code == 201
     deployment.refresh_from_db()
+    assert deployment.state == "within" and "in this window alone" in deployment.state_reason
+    assert WebhookDelivery.objects.count() == 0
+    assert push(deployment, token, server.serve(NOW - 120, 2000, 0.9, 80)).status_code == 201
+    deployment.refresh_from_db()
     assert deployment.state == "below" and "wholly below the certified [3.20, 3.60]" in deployment.state_reason
-    push(deployment, token, server.serve(NOW - 120, 2000, 0.9, 80))  # still below: no second event
+    push(deployment, token, server.serve(NOW - 90, 2000, 0.9, 80))  # still below: no second event
     deliveries = list(WebhookDelivery.objects.all())
     assert len(deliveries) == 1 and deliveries[0].event == "deployment.drift"
     body = json.loads(deliveries[0].body)
@@ -310,3 +315,87 @@ def test_an_exact_retry_of_a_stored_batch_is_a_200_that_stores_nothing_and_a_cha
     changed = push(deployment, token, {**batch[1], "requests": batch[1]["requests"] + 1})
     assert changed.status_code == 422 and changed.json()["error"]["code"] == "live:conflict"
     assert LiveSnapshot.objects.filter(deployment=deployment).count() == 5
+
+
+@pytest.fixture
+def pointed(owner: User) -> tuple[Deployment, str]:
+    """A deployment of a pair whose certified run kept no per-prompt counts: an AL of 3.4 and no interval."""
+    found = PairFactory.create()
+    document = {"schema_version": 3, "stages": {"speculative": {"acceptance": {"mean_acceptance_length": 3.4}}}}
+    RunFactory.create(pair=found, state=RunState.FINISHED, finished_at=timezone.now(), result=document,
+                      engine_version="0.32.0", hardware="cpu")  # fmt: skip
+    return services.deployment_create(owner=owner, name="prod-us-1", pair=found)
+
+
+def test_a_certified_run_without_an_interval_reads_no_band_never_below(pointed):
+    deployment, token = pointed
+    body = client_of(deployment.owner).get(f"/api/v1/deployments/{deployment.pk}/").json()
+    assert body["certified"] == {"band": None, "k": 4, "engine_version": "0.32.0"}
+    server = Server()
+    assert push(deployment, token, server.serve(NOW - 300, 2000, 2.4, 80)).json()["state"] == ""  # no window yet
+    for at, per_step in ((NOW - 240, 2.4), (NOW - 180, 2.4), (NOW - 120, 0.9), (NOW - 60, 0.9)):
+        answer = push(deployment, token, server.serve(at, 2000, per_step, 80))
+        assert answer.status_code == 201 and answer.json()["state"] == "no band", answer.content
+    deployment.refresh_from_db()
+    assert deployment.state_reason.startswith("no band: re-certify to hold it live")
+    windows = client_of(deployment.owner).get(f"/api/v1/deployments/{deployment.pk}/observations/").json()["windows"]
+    assert windows and {w["verdict"] for w in windows} <= {"no band", "too small"}
+    page = client_of(deployment.owner).get(f"/deployments/{deployment.pk}/").content.decode()
+    assert "No band: re-certify to hold it live" in page and "Re-certify on cpu" in page
+    assert f'action="/deployments/{deployment.pk}/recertify/"' in page
+
+
+def test_re_certifying_queues_one_run_by_the_owner_and_a_second_click_queues_none(pointed, owner, settings):
+    deployment, _ = pointed
+    settings.SPECHUB_SUBMISSION_RATE = "5/hour"
+    client = client_of(owner)
+    first = client.post(f"/deployments/{deployment.pk}/recertify/")
+    assert first.status_code == 302 and first["Location"] == f"/deployments/{deployment.pk}/"
+    queued = CertificationRun.objects.filter(pair=deployment.pair, state=RunState.QUEUED)
+    assert queued.count() == 1
+    run = queued.get()
+    assert (run.hardware, run.requested_by, run.trigger, run.workload) == ("cpu", owner, "manual", None)
+    assert Submission.objects.filter(submitted_by=owner, run=run, pair=deployment.pair).count() == 1  # the quota counts it
+    page = client.get(f"/deployments/{deployment.pk}/").content.decode()
+    assert f'Run <a href="/runs/{run.pk}/">#{run.pk}</a> already certifies this pair on cpu' in page
+    assert "Re-certify on cpu" not in page
+    second = client.post(f"/deployments/{deployment.pk}/recertify/")
+    assert second.status_code == 422 and "already certifies this pair" in second.content.decode()
+    assert queued.count() == 1 and Submission.objects.filter(submitted_by=owner).count() == 1
+
+
+def test_re_certifying_counts_against_the_submission_quota(pointed, owner, settings):
+    deployment, _ = pointed
+    settings.SPECHUB_SUBMISSION_RATE = "1/hour"
+    Submission.objects.create(submitted_by=owner, repo_id="org/draft", revision="main")
+    page = client_of(owner).get(f"/deployments/{deployment.pk}/").content.decode()
+    assert "1 of 1 used this hour" in page
+    refused = client_of(owner).post(f"/deployments/{deployment.pk}/recertify/")
+    assert refused.status_code == 422 and "You have used your 1 submissions per hour" in refused.content.decode()
+    assert not CertificationRun.objects.filter(pair=deployment.pair, state=RunState.QUEUED).exists()
+
+
+def test_a_stranger_or_staff_cannot_re_certify_anothers_deployment(pointed, stranger):
+    deployment, _ = pointed
+    staff = User.objects.create_user("staff", password="pw", is_staff=True)
+    assert client_of(stranger).post(f"/deployments/{deployment.pk}/recertify/").status_code == 404
+    assert client_of(staff).post(f"/deployments/{deployment.pk}/recertify/").status_code == 404  # staff may look, not act
+    anonymous = client_of(None).post(f"/deployments/{deployment.pk}/recertify/")
+    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+    assert not CertificationRun.objects.filter(pair=deployment.pair, state=RunState.QUEUED).exists()
+    assert "Re-certify on" not in client_of(staff).get(f"/deployments/{deployment.pk}/").content.decode()
+
+
+def test_a_deployment_pinned_to_a_certificate_without_a_band_follows_the_new_run(pointed, owner):
+    deployment, _ = pointed
+    certified = CertificationRun.objects.get(pair=deployment.pair, state=RunState.FINISHED)
+    deployment.certificate = Certificate.objects.create(
+        pair=deployment.pair, run=certified, verdict="certified", digest="0" * 64, signature="",
+        issued_at=timezone.now(), expires_at=timezone.now(),
+    )  # fmt: skip
+    deployment.save(update_fields=["certificate"])
+    page = client_of(owner).get(f"/deployments/{deployment.pk}/").content.decode()
+    assert f"not to certificate #{deployment.certificate.pk}" in page
+    assert client_of(owner).post(f"/deployments/{deployment.pk}/recertify/").status_code == 302
+    deployment.refresh_from_db()
+    assert deployment.certificate is None
