@@ -23,10 +23,10 @@ from workers.engines.vllm import _request_counters
 K, TOKENS, POPULATION, CERTIFICATIONS = 4, 32, 4000, 2000
 
 
-def prompt(rng: random.Random, p: float) -> tuple[int, int]:
+def prompt(rng: random.Random, p: float, tokens: int = TOKENS) -> tuple[int, int]:
     """One prompt's drafting steps and accepted tokens: each step accepts a run of successes, at most K."""
     drafts = accepted = produced = 0
-    while produced < TOKENS:
+    while produced < tokens:
         run = 0
         while run < K and rng.random() < p:
             run += 1
@@ -75,18 +75,8 @@ def tied_population(rng: random.Random, alpha: float, beta: float) -> list[tuple
     for _ in range(POPULATION):
         p = rng.betavariate(alpha, beta)
         tokens = max(2, round(32 * math.exp(0.7 * 4 * (p - 0.5) + math.sqrt(1 - 0.7**2) * rng.gauss(0, 1))))
-        found.append(tied_prompt(rng, p, tokens))
+        found.append(prompt(rng, p, tokens))
     return found
-
-
-def tied_prompt(rng: random.Random, p: float, tokens: int) -> tuple[int, int]:
-    drafts = accepted = produced = 0
-    while produced < tokens:
-        run = 0
-        while run < K and rng.random() < p:
-            run += 1
-        drafts, accepted, produced = drafts + 1, accepted + run, produced + run + 1
-    return drafts, accepted
 
 
 def linearised(drafts: list[int], accepted: list[int]) -> tuple[float, float]:
