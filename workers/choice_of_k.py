@@ -2,7 +2,8 @@
 best k at each concurrency level.
 
 A speculative step at k costs the draft's k proposals and one verifier pass over k + 1 tokens a sequence, and yields
-AL(k) tokens a sequence (metrics.acceptance_by_k, exact for a chain draft from the K run's per-position counts).
+AL(k) tokens a sequence (metrics.acceptance_by_k: estimated from the K run's per-position counts, biased low where
+prompts differ).
 The verifier alone yields one token a step. So at concurrency c
 
     speedup(k) = AL(k) * t_base / (k * t_draft + t_base + slope * c * k)
@@ -15,6 +16,11 @@ The verifier alone yields one token a step. So at concurrency c
 
 At k = K the model gives back the measured speedup; below K it is a prediction and is labelled so. The best k at
 each level is then measured as any speed figure (workers/speed.py), and only measured k's get a recipe.
+
+One measured k charges the draft's whole step beyond the verifier's pass to its k tokens, which flatters a small k
+when part of that cost is fixed per step (an independent review: k=1 predicted 1.48x where the simulated truth was
+1.17-1.31x). Where a second k was measured at a level, `refit` splits the draft's cost into a fixed part per step and
+a part per token from the two, and predicts again from that fit; the level says which fit its figures come from.
 """
 
 from __future__ import annotations
@@ -102,6 +108,31 @@ def best_at(figures: result.Level, concurrency: int, by_k: Sequence[result.AtK],
         "predicted": predicted,
         "best_k": best["k"],
     }
+
+
+def refit(best: result.BestK, top: result.Level, concurrency: int, by_k: Sequence[result.AtK], per_token: float) -> result.BestK:
+    """`best` predicted again from a draft cost fitted to two measured k's: the run's (`top`, at K) and the best one's
+    (`best["measured"]`); unchanged where the second was not measured or is the run's."""
+    timed, k_top = best.get("measured"), len(by_k)
+    if timed is None or best["best_k"] == k_top:
+        return best
+    lengths = [row["mean_acceptance_length"] for row in by_k]
+    base = best["baseline_step_seconds"]
+
+    def beyond_verify(k: int, speedup: float) -> float:  # the draft's share of a step at k
+        return lengths[k - 1] * base / speedup - (base + per_token * concurrency * k)
+
+    k_low = best["best_k"]
+    high, low = beyond_verify(k_top, top["speedup"]), beyond_verify(k_low, timed["speedup"])
+    per_draft_token = max(0.0, (high - low) / (k_top - k_low))
+    fixed = max(0.0, high - k_top * per_draft_token)
+    predicted: list[result.KSpeed] = [
+        {"k": k, "mean_acceptance_length": al,
+         "predicted_speedup": al * base / (fixed + k * per_draft_token + base + per_token * concurrency * k)}
+        for k, al in enumerate(lengths, start=1)
+    ]  # fmt: skip
+    return {**best, "predicted": predicted, "draft_seconds_per_token": per_draft_token, "draft_seconds_per_step": fixed,
+            "fitted_from_k": [k_low, k_top]}  # fmt: skip
 
 
 def to_measure(choice: Mapping[str, result.BestK], run_k: int) -> dict[int, list[str]]:

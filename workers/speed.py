@@ -149,6 +149,7 @@ def which_k(
             pair = {"baseline": running["baseline"], "speculative": extra[name]}
             for level in at:
                 chosen[level]["measured"], _ = _level(bench, pair, model, int(level))
+                chosen[level] = choosing.refit(chosen[level], levels[level], int(level), by_k, per_token)
         recipes[str(k)] = recipe(bench, k)
     return {"run_k": run_k, "verifier_seconds_per_token": per_token, "prefill": prefill, "levels": chosen, "recipes": recipes}
 

@@ -251,6 +251,7 @@ class BestKRow(TypedDict):
     supports: str  # what the measured interval supports
     pairs: int
     recipe: str | None  # the `vllm serve` line at the best k, which was measured
+    fitted_from_k: list[int]  # the two measured k's the predictions' draft cost was fitted from; empty: from one
 
 
 def best_k_rows(document: ResultDocument | None) -> list[BestKRow]:
@@ -280,5 +281,6 @@ def best_k_of(measured: Throughput, *, margin: float = MARGIN) -> list[BestKRow]
             "supports": speed_label(interval, threshold=margin),
             "pairs": len(timed.get("block_ratios") or []) if timed else 0,
             "recipe": choice["recipes"].get(str(k)),
+            "fitted_from_k": list(best.get("fitted_from_k") or []),
         })  # fmt: skip
     return rows

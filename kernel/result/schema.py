@@ -195,6 +195,8 @@ class BestK(TypedDict):
     predicted: list[KSpeed]
     best_k: int
     measured: NotRequired[Level]  # paired blocks at best_k, where it is not the run's k (that one is `levels`)
+    draft_seconds_per_step: NotRequired[float]  # the draft's fixed cost a step, where two measured k's fitted it
+    fitted_from_k: NotRequired[list[int]]  # the two measured k's the draft's costs were fitted from
 
 
 class ChoiceOfK(TypedDict):
@@ -380,11 +382,7 @@ class CertifiedResults(TypedDict):
 
 
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
-
-
 BELOW_MARGIN = "faster, but not by the margin"
-
-
 # A level where the measuring machine (the benchmark client, or requests short of the concurrency asked), not the
 # pair, set the pace: shown, never in a verdict or a break-even.
 MACHINE_LIMITED = "limited by the measuring machine"

@@ -72,3 +72,21 @@ def test_the_slope_is_the_least_squares_fit_and_never_negative():
     )
     assert choice_of_k.slope({"tokens": [8, 32], "seconds": [0.03, 0.02]}) == 0.0
     assert choice_of_k.slope({"tokens": [8], "seconds": [0.03]}) == 0.0
+
+
+def test_two_measured_ks_split_the_drafts_cost_into_a_fixed_and_a_per_token_part_and_predict_every_k():
+    """A draft whose step costs a fixed 4 ms plus 1 ms a token (issue 39): one measured k charges it all per token and
+    flatters k=1; the fit from two recovers the truth at every k."""
+    base, per_token, concurrency = 1 / 100.0, 0.0001, 1
+
+    def truth(k: int) -> float:
+        al = BY_K[k - 1]["mean_acceptance_length"]
+        return al * base / (0.004 + 0.001 * k + base + per_token * concurrency * k)
+
+    best = choice_of_k.best_at(level(truth(4)), concurrency, BY_K, per_token)
+    assert predicted(best)[1] > truth(1) * 1.1  # the one-k model's flattery
+    forced: result.BestK = {**best, "best_k": 2, "measured": level(truth(2))}
+    fitted = choice_of_k.refit(forced, level(truth(4)), concurrency, BY_K, per_token)
+    assert predicted(fitted) == pytest.approx({k: truth(k) for k in range(1, 5)})
+    assert fitted["draft_seconds_per_step"] == pytest.approx(0.004) and fitted["fitted_from_k"] == [2, 4]
+    assert choice_of_k.refit(best, level(truth(4)), concurrency, BY_K, per_token) is best  # nothing more measured
