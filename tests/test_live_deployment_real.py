@@ -28,8 +28,8 @@ from tests.support.processes import (
     worker_database_url,
 )
 from tests.support.receiver import webhook_receiver
+from workers import metrics, quadruples, timing
 from workers import serving as vllm_serving
-from workers import timing
 from workers.engines.base import EngineConfig
 from workers.engines.vllm import VllmEngine
 from workers.suites import load_suite, tokenize
@@ -109,6 +109,10 @@ def test_a_watched_deployment_is_within_its_band_then_below_it_on_the_worst_cate
                 timing.run_block(server, CONFIG.verifier, mixed[:8], OUTPUT, concurrency=4)
                 restarted = vllm_serving.served_counters(server)
                 watch(deployment, server, env, tmp_path)
+                # c=1's request quadruples (bench/harness.py's H2) on this server as both sides: a ratio of 1 held.
+                same = {"baseline": server, "speculative": server}
+                rule = metrics.PromptStein(first=4, most=4, target=0.05, prompts=2)
+                quadruple, units = quadruples.precise_level(same, CONFIG.verifier, mixed[:2], OUTPUT, rule)
         finally:
             notify.stop()
     # The live AL SpecHub reports is the server's own counters over the window: 1 + accepted / drafts.
@@ -126,3 +130,8 @@ def test_a_watched_deployment_is_within_its_band_then_below_it_on_the_worst_cate
     rows = list(LiveSnapshot.objects.filter(deployment=deployment).order_by("read_at"))
     assert all(row.w_drafts >= 0 and row.w_accepted >= 0 and row.w_requests >= 0 for row in rows)
     assert rows[-1].w_reset and rows[-1].w_drafts == restarted.drafts < last_before_restart.drafts
+    # The quadruples: four units of two requests a side, every request the tokens asked, and a server against itself
+    # at about 1 (each unit's ratio spreads by some 15 % here: 1.4 is four of the mean's standard deviations away).
+    assert len(units["baseline"]) == len(units["speculative"]) == 4 == len(quadruple["block_ratios"])
+    assert all(block.output_tokens == [OUTPUT, OUTPUT] for side in units.values() for block in side)
+    assert 1 / 1.4 < quadruple["speedup"] < 1.4 and quadruple["stopping"]["prompts"] == 2

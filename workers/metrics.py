@@ -251,6 +251,43 @@ class Stein:
         return math.exp(centre), math.exp(centre - half), math.exp(centre + half), math.expm1(half)
 
 
+@dataclass(frozen=True)
+class PromptStein(Stein):
+    """Stein's rule on units that each carry one of `prompts` prompts, visited in rounds: unit i is prompt i % prompts.
+
+    A prompt's own speedup (its acceptance) is a fixed effect of the level's prompt set, not noise: the spread is
+    the units' scatter about their own prompt's mean, with prompts · (rounds - 1) degrees of freedom. Under
+    log ratio = mean + prompt effect + normal noise, that spread is independent of every prompt's mean, so Stein's
+    interval stays exact for the mean over the set (tests/workers/test_stopping_rule.py simulates it). `first`,
+    `most` and the totals count units, whole rounds.
+    """
+
+    prompts: int = 1
+
+    @property
+    def dof(self) -> int:
+        return self.first - self.prompts
+
+    def total(self, first_ratios: Sequence[float]) -> int:
+        spread = self.spread(first_ratios[: self.first])
+        needed = max(self.first, math.ceil((t_975(self.dof) * spread / math.log1p(self.target)) ** 2))
+        return min(self.prompts * math.ceil(needed / self.prompts), self.most)
+
+    def interval(self, ratios: Sequence[float]) -> tuple[float, float, float, float]:
+        """The geometric mean over whole rounds (each prompt weighed alike), its 95 % interval and half-width."""
+        whole = list(ratios[: len(ratios) - len(ratios) % self.prompts])
+        centre = statistics.fmean(math.log(r) for r in whole)
+        spread = max(self.spread(whole[: self.first]), self.spread(whole))
+        half = t_975(self.dof) * spread / math.sqrt(len(whole))
+        return math.exp(centre), math.exp(centre - half), math.exp(centre + half), math.expm1(half)
+
+    def spread(self, ratios: Sequence[float]) -> float:
+        """The log ratios' standard deviation about their own prompt's mean."""
+        by_prompt = [[math.log(r) for r in ratios[p :: self.prompts]] for p in range(self.prompts)]
+        squares = sum((x - statistics.fmean(logs)) ** 2 for logs in by_prompt for x in logs)
+        return math.sqrt(squares / (len(ratios) - self.prompts))
+
+
 def paired_ratio(ratios: Sequence[float]) -> tuple[float, float, float]:
     """Return the geometric mean of paired ratios and its 95 % interval (Student t on the logs).
 

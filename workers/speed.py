@@ -114,7 +114,11 @@ def _timed(
 def _level(
     bench: Workbench, pair: Mapping[str, serving.Server], model: str, concurrency: int
 ) -> tuple[result.Level, dict[str, list[timing.Block]]]:
-    """One level's paired blocks, to the plan's precision: the same prompts on both servers, `concurrency` at once."""
+    """One level's paired blocks, to the plan's precision: the same prompts on both servers, `concurrency` at once.
+
+    A block is a count of requests: request quadruples at c=1 and blocks timed to 4 s above it were measured beside
+    this on the CPU class, and neither narrowed the interval for the time (docs/measuring.md, issue 38).
+    """
     plan = bench.spec.plan
     prompts = [bench.prompts[i] for i in level_prompts(bench, concurrency)]
 

@@ -128,10 +128,15 @@ def paired_blocks(
     blocks = blocks or {side: [] for side in SIDES}
     for pair in pairs:
         for side in SIDES if first(pair) else tuple(reversed(SIDES)):
-            last = max(server.finished_at for server in servers.values())
-            time.sleep(max(0.0, last + QUIET_BEFORE_BLOCK - time.monotonic()))
+            wait_quiet(servers)
             blocks[side].append(run(servers[side], pair))
     return blocks
+
+
+def wait_quiet(servers: Mapping[str, Server]) -> None:
+    """Sleep until every server has been idle QUIET_BEFORE_BLOCK seconds."""
+    last = max(server.finished_at for server in servers.values())
+    time.sleep(max(0.0, last + QUIET_BEFORE_BLOCK - time.monotonic()))
 
 
 # The measuring machine sets the pace when the client (one event loop, so one core at most) is this busy, or when
@@ -215,11 +220,18 @@ def level(blocks: Mapping[str, Sequence[Block]], ratio: Callable[[Block, Block],
         "speedup_cv": metrics.coefficient_of_variation(ratios),
         "block_ratios": ratios,
         "requests_per_block": len(blocks["baseline"][0].e2e),
-        "stopping": {"first_pairs": rule.first, "most_pairs": rule.most, "target_half_width": rule.target,
-                     "half_width": half, "reason": stopped_by(rule, len(ratios), half)},
+        "stopping": stopping(rule, len(ratios), half),
         "client_busy": statistics.median(block.client_busy for side in SIDES for block in blocks[side]),
         "achieved_concurrency": {side: statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES},
     }  # fmt: skip
+
+
+def stopping(rule: metrics.Stein, pairs: int, half: float) -> result.Stopping:
+    figures: result.Stopping = {"first_pairs": rule.first, "most_pairs": rule.most, "target_half_width": rule.target,
+                                "half_width": half, "reason": stopped_by(rule, pairs, half)}  # fmt: skip
+    if isinstance(rule, metrics.PromptStein):  # units by prompt: the spread's dof are first - prompts
+        figures["prompts"] = rule.prompts
+    return figures
 
 
 def stopped_by(rule: metrics.Stein, pairs: int, half: float) -> str:

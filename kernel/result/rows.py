@@ -46,7 +46,7 @@ class SpeedAtLevel(TypedDict):
 def interval_dof(figures: Level) -> int:
     stopping = figures.get("stopping")
     if stopping and stopping["reason"] != MACHINE_LIMITED:
-        return max(1, stopping["first_pairs"] - 1)
+        return max(1, stopping["first_pairs"] - stopping.get("prompts", 1))
     return max(1, len(figures.get("block_ratios") or []) - 1)
 
 

@@ -127,6 +127,7 @@ class Stopping(TypedDict):
     target_half_width: float  # relative: 0.05 is ±5 %
     half_width: float  # what the interval has
     reason: str  # one of STOPPING_REASONS
+    prompts: NotRequired[int]  # units by prompt (metrics.PromptStein): the spread's dof are first_pairs - prompts
 
 
 class Level(TypedDict):

@@ -136,3 +136,57 @@ def test_the_rule_takes_whole_quadruples_up_to_its_cap_constructed():
     logs = [math.log(r) for r in (1.0, 1.1, 0.9, 1.05, 1.0, 1.0)]
     expected = 3.182 * statistics.stdev(logs[:4]) / math.sqrt(6)  # t(3) from the first stage, over all 6
     assert math.log(high / centre) == pytest.approx(expected) and half == pytest.approx(math.expm1(expected))
+
+
+PROMPTS = 8
+
+
+def quadruple_ratios(rng: random.Random, cv: float, count: int, spread: float, stalls: float = 0.03) -> list[float]:
+    """`count` c=1 units as workers/quadruples.py times them: unit i is prompt i mod 8, whose own true speedup is
+    a fixed effect (log spread `spread`, the set's geometric mean TRUE_SPEEDUP); each request's speed carries
+    lognormal noise, the machine's drift, AR(1) memory from request to request and an occasional stall; the four
+    requests run A B B A or B A A B by a fair coin, and the unit's ratio is B's tok/s over A's, two requests a side."""
+    effects = [rng.gauss(0, spread) for _ in range(PROMPTS)]
+    effects = [e - statistics.fmean(effects) for e in effects]  # the set's mean is the truth
+    slope, noise, ratios = rng.gauss(0, 0.003), 0.0, []
+    for unit in range(count):
+        order = ("A", "B", "B", "A") if rng.random() < 0.5 else ("B", "A", "A", "B")
+        seconds = {"A": 0.0, "B": 0.0}
+        for position, side in enumerate(order):
+            noise = 0.5 * noise + math.sqrt(0.75) * rng.gauss(0, cv)
+            stall = 0.75 if rng.random() < stalls else 1.0
+            gain = math.exp(effects[unit % PROMPTS]) * TRUE_SPEEDUP if side == "B" else 1.0
+            seconds[side] += 1 / (math.exp(slope * (4 * unit + position) + noise) * stall * gain)
+        ratios.append(seconds["A"] / seconds["B"])
+    return ratios
+
+
+@pytest.mark.parametrize("most", [24, 48])
+@pytest.mark.parametrize("spread", [0.0, 0.3])
+@pytest.mark.parametrize("cv", [0.02, 0.05, 0.10])
+def test_the_prompt_rule_keeps_coverage_for_quadruples_whatever_the_prompts_own_speedups_simulated(cv, spread, most):
+    """c=1's quadruples (issue 38 §2): the spread about each prompt's own mean, prompts x (rounds - 1) dof, keeps the
+    interval's coverage of the prompt set's speedup, with prompts whose own speedups differ by 30 % or not at all."""
+    rng = random.Random(f"prompt-stein-{cv}-{spread}-{most}")
+    rule = metrics.PromptStein(first=2 * PROMPTS, most=most, target=0.05, prompts=PROMPTS)
+    covered = []
+    for _ in range(CERTIFICATIONS):
+        ratios = quadruple_ratios(rng, cv, most, spread)
+        total = rule.total(ratios[: rule.first])
+        assert total % PROMPTS == 0 and rule.first <= total <= most
+        _, low, high, _ = rule.interval(ratios[:total])
+        covered.append(low <= TRUE_SPEEDUP <= high)
+    coverage = statistics.fmean(covered)
+    assert coverage >= 0.94, f"CV {cv}, prompt spread {spread}: coverage {coverage:.3f}"
+
+
+def test_the_prompt_rule_reads_the_spread_about_each_prompts_mean_constructed():
+    """Two prompts, two rounds: a prompt's own speedup (2x against 1x) is no spread; what is left is."""
+    rule = metrics.PromptStein(first=4, most=8, target=0.05, prompts=2)
+    ratios = [2.0 * 1.01, 1.0 * 1.01, 2.0 / 1.01, 1.0 / 1.01]
+    assert rule.spread(ratios) == pytest.approx(math.sqrt(4 * math.log(1.01) ** 2 / 2))
+    centre, _, high, _ = rule.interval(ratios)
+    assert centre == pytest.approx(math.sqrt(2.0))
+    assert math.log(high / centre) == pytest.approx(4.303 * rule.spread(ratios) / 2)  # t(2): 4 units less 2 prompts
+    assert rule.total(ratios) == 4  # ±1 % about each prompt: the first stage is enough
+    assert rule.total([2.4, 1.0, 1.6, 1.3]) == 8  # wide: the cap, in whole rounds
