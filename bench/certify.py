@@ -3,8 +3,10 @@
 S1  the same pair (draft_model) certified 3 times: each run's speedup at c=1 with its 95 % interval,
     the pairs each level took and why it stopped, whether each interval holds the other runs'
     estimates (or by how much it misses), and the half-width
-    (targets: the intervals agree; half-width <= 5 % at c=1 on a quiet machine)
-S2  the full certification's wall time, each run (target <= 150 s); the first has a cold baseline cache
+    (targets, issue 38: the intervals agree; half-width <= 5 % at c=1 and <= 10 % at c=2 and c=4, or
+    "limited by the measuring machine"; a run where other processes took over 10 % of the CPU is marked
+    "noisy machine" and not counted)
+S2  the full certification's wall time, each run (target <= 300 s); the first has a cold baseline cache
 S6  the serving-feature smoke tier's share of it, each run (target < 60 s per pair)
 P3  the harness's overhead against a bare vLLM script making the same offline generate calls (target <= 5 %)
 P5  peak RSS of the first certification, process tree included: the two servers load while the offline
@@ -143,14 +145,23 @@ def main() -> int:
     return 0
 
 
+NOISY = 0.10  # other processes' share of the CPU over which a run's timings say more about them than about the pair
+
+
+def noisy(document: result.ResultDocument) -> bool:
+    load = result.machine_load(document)
+    return bool(load and load["other_cpu_share"] > NOISY)
+
+
 def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[float, float] | None, peak: int) -> None:
     figures = [result.speed_by_level(document)[0] for _, document in done]
     for number, (row, (_, document)) in enumerate(zip(figures, done, strict=True), start=1):
         low, high = row["interval"]
         load = result.machine_load(document)
         busy = f", other processes used {load['other_cpu_share']:.0%} of the CPU" if load else ""
+        mark = " (noisy machine: not counted)" if noisy(document) else ""
         print(f"S1 run {number}: speedup at c={row['concurrency']} {row['speedup']:.3f}, 95 % interval [{low:.3f}, {high:.3f}] "
-              f"({row['supports']}), half-width {(high - low) / 2 / row['speedup']:.1%}{busy}")  # fmt: skip
+              f"({row['supports']}), half-width {half_width(row):.1%}{busy}{mark}")  # fmt: skip
     for number, (_, document) in enumerate(done, start=1):
         rows = result.speed_by_level(document)
         levels = ", ".join(f"c={row['concurrency']} {row['pairs']} ({row['stopping']})" for row in rows)
@@ -161,15 +172,23 @@ def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[floa
                   for estimate in [other["speedup"]] if not low <= estimate <= high]  # fmt: skip
         said = "yes" if not misses else f"no, it misses by up to {max(misses):.1%}"
         print(f"S1 run {number}'s interval holds the other runs' estimates: {said}")
-    widest = max((row["interval"][1] - row["interval"][0]) / 2 / row["speedup"] for row in figures)
-    print(f"S1 widest half-width at c=1: {widest:.1%} (target <= 5 %): {'OK' if widest <= 0.05 else 'OVER TARGET'}")
+    counted = [(row, document) for row, (_, document) in zip(figures, done, strict=True) if not noisy(document)]
+    if counted:
+        widest = max(half_width(row) for row, _ in counted)
+        print(f"S1 widest half-width at c=1: {widest:.1%} (target <= 5 %): {'OK' if widest <= 0.05 else 'OVER TARGET'}")
+        loaded = [row for _, document in counted for row in result.speed_by_level(document)[1:]]
+        over = [row for row in loaded if row["stopping"] != result.MACHINE_LIMITED and half_width(row) > 0.10]
+        print(f"S1 levels above c=1 over ±10 % and not limited by the measuring machine: {len(over)} of {len(loaded)} "
+              f"(target 0): {'OK' if not over else 'OVER TARGET'}")  # fmt: skip
+    else:
+        print("S1 every run was on a noisy machine: none counted")
     for number, (seconds, document) in enumerate(done, start=1):
         hit = result.stage(document, "baseline")["cache"]["hit"]
         servers = result.servers(document)
         early = " (started early, during the offline stages)" if servers and servers.get("started_early") else ""
         started = f", the throughput stage waited {servers['start_seconds']:.1f} s for its servers{early}" if servers else ""
-        print(f"S2 run {number} wall time {seconds:.1f} s (baseline outputs cached: {hit}{started}) (target <= 150 s): "
-              f"{'OK' if seconds <= 150 else 'OVER TARGET'}")  # fmt: skip
+        print(f"S2 run {number} wall time {seconds:.1f} s (baseline outputs cached: {hit}{started}) (target <= 300 s): "
+              f"{'OK' if seconds <= 300 else 'OVER TARGET'}")  # fmt: skip
     for number, (_, document) in enumerate(done, start=1):
         grid = result.smoke(document)
         if grid is not None:
@@ -190,6 +209,11 @@ def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[floa
         print(
             f"   run {number}: AL {al}, verdict {verdict['verdict'] if verdict else None} {verdict['reasons'] if verdict else ''}"
         )
+
+
+def half_width(row: result.SpeedAtLevel) -> float:
+    low, high = row["interval"]
+    return (high - low) / 2 / row["speedup"]
 
 
 if __name__ == "__main__":
