@@ -7,8 +7,6 @@ from typing import Any, NotRequired, TypedDict
 from kernel.spec import SpecFields
 
 SCHEMA_VERSION = 3
-
-
 READABLE_VERSIONS = frozenset({1, 2, 3})
 
 
@@ -41,6 +39,7 @@ class AtLength(TypedDict):
     prompts: int
     mean_acceptance_length: float | None
     mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over the bucket's prompts; absent below 8
+    prompts_effective: NotRequired[float]  # as Acceptance's
     per_position: list[float]  # cumulative, as Acceptance's
 
 
@@ -51,6 +50,7 @@ class Acceptance(TypedDict):
     counts: Counts
     prompts: NotRequired[int]  # prompts with their own counters; absent where the engine did not count per request
     mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over prompts; absent below 8 prompts
+    prompts_effective: NotRequired[float]  # Kish's, by drafting steps: under 6 no interval either
     by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
     by_length: NotRequired[list[AtLength]]  # by prompt length, from each prompt's own counters (metrics.by_length)
 

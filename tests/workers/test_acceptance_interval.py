@@ -44,11 +44,22 @@ def test_the_interval_over_prompts_holds_the_populations_al_simulated(alpha, bet
     for _ in range(CERTIFICATIONS):
         drawn = rng.choices(population, k=n)
         interval = metrics.acceptance_interval([d for d, _ in drawn], [a for _, a in drawn])
-        assert interval is not None
-        covered.append(interval[0] <= truth <= interval[1])
+        if interval is not None:  # published: enough prompts, and enough effective ones
+            covered.append(interval[0] <= truth <= interval[1])
     coverage = statistics.fmean(covered)
-    # The ratio estimator is slightly skewed at few prompts: 0.93 at 8 is what it keeps, 0.95 by 64.
-    assert coverage >= (0.92 if n < 64 else 0.935), f"{n} prompts: the 95 % interval held AL {truth:.3f} {coverage:.3f}"
+    assert coverage >= 0.94, f"{n} prompts: the 95 % interval held AL {truth:.3f} {coverage:.3f}"
+    assert len(covered) >= 0.99 * CERTIFICATIONS  # equal lengths: prompts weigh about alike, so it is published
+
+
+def test_prompts_that_weigh_as_fewer_than_six_get_no_interval_and_say_what_they_weigh_constructed():
+    """Ten prompts, one of which drafted 100 steps and the others 5 each: they weigh as (145)² / 10,225 = 2.1."""
+    long, short = SpecCounters(drafts=100, draft_tokens=400, accepted=300), SpecCounters(drafts=5, draft_tokens=20, accepted=5)
+    prompts = [long, *[short] * 9]
+    found = metrics.acceptance(sum(prompts, SpecCounters()), prompts)
+    assert found["prompts"] == 10 and found["prompts_effective"] == 2.1
+    assert "mean_acceptance_length_interval" not in found
+    even = [SpecCounters(drafts=10 + i, draft_tokens=40 + 4 * i, accepted=20 + i) for i in range(10)]
+    assert "mean_acceptance_length_interval" in metrics.acceptance(sum(even, SpecCounters()), even)
 
 
 def test_fewer_prompts_than_the_minimum_get_no_interval_but_say_how_many():
@@ -87,20 +98,26 @@ def linearised(drafts: list[int], accepted: list[int]) -> tuple[float, float]:
     return 1 + ratio - half, 1 + ratio + half
 
 
-@pytest.mark.parametrize(("alpha", "beta"), [(6, 2), (3, 3)])
-@pytest.mark.parametrize("n", [8, 64])
+@pytest.mark.parametrize(("alpha", "beta"), [(6, 2), (3, 3), (2, 6)])
+@pytest.mark.parametrize("n", [8, 28, 64])
 def test_with_lognormal_lengths_tied_to_acceptance_the_interval_holds_the_al_simulated(alpha, beta, n):
+    """Issue 39 §6: at least 0.94 at every prompt count it is published from; on the effective number less one the
+    jackknife held 0.929-0.939 at 28-64 prompts where acceptance is low (the hole a third of it closes)."""
     rng = random.Random(f"tied-{alpha}-{beta}-{n}")
     population = tied_population(rng, alpha, beta)
     truth = 1 + sum(a for _, a in population) / sum(d for d, _ in population)
-    now = before = 0
+    now, before = [], []
     for _ in range(1500):
         drawn = rng.choices(population, k=n)
         drafts, accepted = [d for d, _ in drawn], [a for _, a in drawn]
         interval = metrics.acceptance_interval(drafts, accepted)
-        assert interval is not None
-        now += interval[0] <= truth <= interval[1]
         low, high = linearised(drafts, accepted)
-        before += low <= truth <= high
-    assert now / 1500 >= 0.93, f"{n} prompts: held AL {truth:.3f} {now / 1500:.3f} (linearised: {before / 1500:.3f})"
-    assert now > before  # the hole this closes: the linearised t interval under-covered here
+        before.append(low <= truth <= high)
+        if interval is not None:  # where a few long prompts weigh as fewer than 6, none is published
+            now.append(interval[0] <= truth <= interval[1])
+    coverage = statistics.fmean(now)
+    said = f"{n} prompts: held AL {truth:.3f} {coverage:.3f} of {len(now)} published (linearised: {statistics.fmean(before):.3f})"
+    assert coverage >= 0.94, said
+    assert coverage >= statistics.fmean(before)  # the linearised t interval under-covered here
+    if n >= 28:
+        assert len(now) >= 0.9 * 1500, said  # from 28 prompts it is published nearly always
