@@ -26,7 +26,7 @@ from registry.models import (
     WorkloadResult,
 )
 from registry.params import WholeNumberField
-from registry.selectors import RunFigures, run_figures
+from registry.selectors import RunFigures, regression_detectable, run_figures
 from registry.validation import validate_repo_id, validate_revision
 
 
@@ -309,9 +309,19 @@ class CertificateOut(serializers.ModelSerializer[Certificate]):
 
 
 class RegressionOut(serializers.ModelSerializer[Regression]):
+    detectable_drop = serializers.SerializerMethodField(
+        help_text="the drop (a fraction) this comparison flags half the time: a smaller one would mostly not be flagged; "
+        "null for AL, which is counted, not timed"
+    )
+
     class Meta:
         model = Regression
-        fields = ["id", "run", "previous_run", "metric", "previous", "current", "relative_change", "interval", "detected_at"]
+        fields = ["id", "run", "previous_run", "metric", "previous", "current", "relative_change", "interval",
+                  "detectable_drop", "detected_at"]  # fmt: skip
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_detectable_drop(self, regression: Regression) -> float | None:
+        return regression_detectable(regression=regression)
 
 
 class PairDetailOut(PairOut):

@@ -32,6 +32,9 @@ class Change(serializers.Serializer[dict[str, Any]]):
     interval = serializers.ListField(
         child=serializers.FloatField(), help_text="95 % interval of current over previous; empty for AL (same prompts)"
     )
+    detectable_drop = serializers.FloatField(
+        allow_null=True, help_text="the drop (a fraction) this comparison flags half the time; null for AL (counted)"
+    )
 
 
 class RegressedData(serializers.Serializer[dict[str, Any]]):

@@ -216,5 +216,9 @@ class RegressionRow:
 def regression_rows(*, pair: Pair) -> list[RegressionRow]:
     """Return a pair's regressions, each with the drop its comparison could detect (read back from its interval)."""
     rows = pair.regressions.select_related("previous_run__pair__draft")
-    tolerance = settings.SPECHUB_REGRESSION_RTOL
-    return [RegressionRow(r, None if (d := detectable_drop(r.interval, tolerance)) is None else 100 * d) for r in rows]
+    return [RegressionRow(r, None if (d := regression_detectable(regression=r)) is None else 100 * d) for r in rows]
+
+
+def regression_detectable(*, regression: Regression) -> float | None:
+    """The drop (a fraction) its comparison flags half the time; None for a counted figure, which has no interval."""
+    return detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL)

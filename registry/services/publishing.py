@@ -12,7 +12,7 @@ from django.utils import timezone
 from kernel.errors import RunError
 from registry.dispatch import task_send_on_commit
 from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
-from registry.selectors import pair_public_url, run_headline, run_summary
+from registry.selectors import pair_public_url, regression_detectable, run_headline, run_summary
 from registry.services.certificates import certificate_issue
 from registry.services.eval_results import eval_results_path, eval_results_yaml, model_card_section
 from registry.services.gate import hub_client
@@ -33,8 +33,8 @@ def run_publish(*, run: CertificationRun) -> Certificate | None:
     regressions = run_regressions_record(run=run)
     subject = f"run-{run.pk}"
     if regressions:
-        changes = {r.metric: {"previous": r.previous, "current": r.current, "change": r.relative_change, "interval": r.interval}
-                   for r in regressions}  # fmt: skip
+        changes = {r.metric: {"previous": r.previous, "current": r.current, "change": r.relative_change, "interval": r.interval,
+                              "detectable_drop": regression_detectable(regression=r)} for r in regressions}  # fmt: skip
         data = {"run": run.pk, "previous_run": regressions[0].previous_run_id, "regressions": changes}
         pair_event_notify(pair=run.pair, event=WebhookEvent.REGRESSED, subject=subject, data=data)
     if certificate is not None and certificate.verdict == Verdict.CERTIFIED:

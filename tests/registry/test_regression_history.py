@@ -64,3 +64,7 @@ def test_the_pair_page_prints_the_drop_each_flag_could_detect(db, pair, client, 
     assert detectable is not None and settings.SPECHUB_REGRESSION_RTOL < detectable < 0.15
     assert "detectable drop" in page and f"{100 * detectable:.1f} %" in page
     assert math.isclose(1 - detectable, 0.95 * math.sqrt(regression.interval[0] / regression.interval[1]))
+    # The API prints it beside each flag too; AL, counted over the same prompts, has none.
+    flags = {row["metric"]: row for row in client.get(f"/api/v1/pairs/{pair.pk}/").json()["regressions"]}
+    assert flags["speedup"]["detectable_drop"] == pytest.approx(detectable)
+    assert flags["mean_acceptance_length"]["detectable_drop"] is None

@@ -87,6 +87,7 @@ def test_a_worse_draft_revision_is_flagged_and_its_owner_gets_one_signed_webhook
     assert body["pair"] == worse.pk and body["data"]["run"] == run.pk
     assert_documented(body)
     assert body["data"]["regressions"]["mean_acceptance_length"]["previous"] == 3.0
+    assert body["data"]["regressions"]["mean_acceptance_length"]["detectable_drop"] is None  # counted, not timed
     assert [m.to for m in mail.outbox if "regressed" in m.subject.lower()] == [["author@example.org"]]
 
 
