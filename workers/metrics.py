@@ -116,18 +116,19 @@ def acceptance_interval(drafts: Sequence[int], accepted: Sequence[int]) -> tuple
     effective number less one the jackknife held it 0.929-0.939 at 28-64 prompts where acceptance is low; the misses
     lay above, where a few long, well-accepted prompts carry the ratio and its spread is read short. A third of the
     effective number (a small-sample correction chosen by simulation, issue 39 §6; half still held 0.936) holds it
-    0.942-0.998 in every scenario simulated, at 7-23 % more width at 28-64 prompts and about twice at 8
-    (docs/measuring.md, tests/workers/test_acceptance_interval.py).
+    0.942-0.997 wherever it is published, at 7-23 % more width at 28-64 prompts (docs/measuring.md,
+    tests/workers/test_acceptance_interval.py).
     """
     n = len(drafts)
     total = sum(drafts)
-    if n < MIN_PROMPTS_FOR_INTERVAL or not total or effective_prompts(drafts) < MIN_EFFECTIVE_PROMPTS:
+    effective = effective_prompts(drafts) if total else 0.0
+    if n < MIN_PROMPTS_FOR_INTERVAL or effective < MIN_EFFECTIVE_PROMPTS:
         return None
     ratio = sum(accepted) / total
     if ratio == 0 or total == max(drafts):  # nothing accepted, or one prompt drafted alone: no spread to read
         return 1 + ratio, 1 + ratio
     spread = _jackknife_error(drafts, accepted) / ratio
-    t = t_quantile(0.975, max(1, math.floor(effective_prompts(drafts) / 3)))
+    t = t_quantile(0.975, max(1, math.floor(effective / 3)))
     return 1 + ratio * math.exp(-t * spread), 1 + ratio * math.exp(t * spread)
 
 
@@ -280,6 +281,10 @@ class PromptStein(Stein):
     """
 
     prompts: int = 1
+
+    def __post_init__(self) -> None:
+        if self.first < 2 * self.prompts or self.first % self.prompts or self.most % self.prompts:
+            raise ValueError(f"{self.first} first and {self.most} most units: whole rounds of {self.prompts}, two first")
 
     @property
     def dof(self) -> int:
