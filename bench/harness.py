@@ -5,7 +5,8 @@ the throughput stage starts them; then the verifier alone is timed in blocks at 
 tok/s, the blocks' CV and the requests' TTFT p90 are printed. A stalled request (TTFT over 3x the median) is
 listed with what each process was doing while it waited: the CPU share of the client, each server's front end
 (API server and engine core) and its worker, sampled every 20 ms; and any collection the client's garbage
-collector ran in that window.
+collector ran in that window. A block under 0.8x the median's tok/s is listed with each process's share over it,
+and at c=1 each prompt's median TTFT (a stall that belongs to a prompt comes back in every block).
 
 H1  per variant: c=1 and c=4 block CV and TTFT p90 of the verifier alone (targets: none; the table of docs/measuring.md)
 H2  c=1's unit: 6 paired blocks against 3 rounds of request quadruples (with and without a pause before each
