@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
@@ -42,8 +41,6 @@ ORDERS = {
     True: ("baseline", "speculative", "speculative", "baseline"),
     False: ("speculative", "baseline", "baseline", "speculative"),
 }
-
-_COIN = random.SystemRandom()
 
 
 class Client:
@@ -116,7 +113,7 @@ def _block(outputs: Sequence[Any], busy: float) -> timing.Block:
 def units(client: Client, prompts: Sequence[list[int]], count: int, blocks: dict[str, list[timing.Block]]) -> None:
     """Add units onto `blocks` until there are `count`, unit i on prompt i modulo the prompts."""
     for index in range(len(blocks["baseline"]), count):
-        for side, block in client.quadruple(prompts[index % len(prompts)], _COIN.random() < 0.5).items():
+        for side, block in client.quadruple(prompts[index % len(prompts)], timing.baseline_first(index)).items():
             blocks[side].append(block)
 
 
