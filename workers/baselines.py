@@ -1,4 +1,5 @@
-"""The verifier-alone greedy outputs, cached and reused for every draft of that verifier, on any worker.
+"""The verifier-alone greedy outputs, cached and reused for every draft of that verifier, on any worker; and the
+server flags the build refused for the verifier alone (the smoke tier's engine features), learned once.
 
 The key holds everything that changes them: the verifier's commit, the engine
 build, the hardware class, the suite's content hash and the engine conditions
@@ -16,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,12 @@ def key(spec: RunSpec, suite_sha256: str) -> str:
         "conditions": asdict(spec.plan.conditions),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def refusal_key(spec: RunSpec, flags: Sequence[str]) -> str:
+    """Return the key of the verifier alone's refusal to start with these server flags: the build's, whatever the
+    draft and the suite, so it is learned once per verifier, build, hardware and conditions."""
+    return key(spec, "server flags: " + " ".join(flags))
 
 
 REDIS_PREFIX = "spechub:baseline:"

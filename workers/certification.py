@@ -239,9 +239,12 @@ def _sampling_tests(bench: Workbench) -> list[result.SamplingTest]:
 def smoke(bench: Workbench, report: Tick) -> result.Smoke:
     """The serving-feature smoke tier: the request features the throughput stage ran, then the engine features."""
     engine = load_engine(bench.spec.engine)()
-    configs = {"baseline": bench.config(speculative=False), "speculative": bench.config(speculative=True)}
-    features = bench.spec.plan.smoke_engine_features
-    grid = smoke_tier.tier(engine, configs, configs["baseline"].verifier, bench.prompts, bench.smoke_requests, features)
+    configs = speed.configs(bench)
+    features, spawned, bench.smoke_early = bench.spec.plan.smoke_engine_features, bench.smoke_early, None
+    known = bench.smoke_known if bench.smoke_known is not None else smoke_tier.refused_before(bench.spec, features)
+    grid = smoke_tier.tier(engine, configs, configs["baseline"].verifier, bench.prompts, bench.smoke_requests, features,
+                           spawned, known)  # fmt: skip
+    smoke_tier.remember_refusals(bench.spec, grid["features"], known)
     return {**grid, "seconds": round(grid["seconds"] + bench.smoke_request_seconds, 1)}
 
 

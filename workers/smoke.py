@@ -11,10 +11,12 @@ changes output by itself (an fp8 KV cache does) is not blamed on the pair. Outco
 - speculation off: it runs, but the pair's server drafted nothing during its requests, where the same
   requests without it drafted (engines have silently switched speculation off for some parameters);
 - parameter ignored: with speculation the output is the one the request gives *without* the parameter,
-  while the verifier alone's output changes with it.
+  while the verifier alone's output changes with it;
+- constraint broken: a structured output with speculation does not meet its constraint;
+- not judged: the build has a per-request speculation switch that the grid does not test yet.
 
-The request classes (penalties, min_p, logit_bias, logprobs, stop strings) are the sampling parameters
-users send; each is judged by both tests above, from the served spec-decode counters and the outputs.
+The request classes (workers/asking.py) are the sampling parameters users send and the structured outputs they ask
+for; each is judged by the tests above, from the served spec-decode counters and the outputs.
 
 Request features run on the servers the throughput stage already started (the published
 command). Engine features need other flags: one pair of servers starts with all of them,
@@ -26,15 +28,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
-
-import httpx
 
 from kernel import result
 from kernel.errors import InfraError, UserError
-from workers import metrics, serving
+from kernel.spec import RunSpec
+from workers import asking, baselines, serving
+from workers.asking import Feature, Sides
 from workers.engines.base import Engine, EngineConfig
 
 ENGINE_FEATURES: dict[str, tuple[str, ...]] = {
@@ -43,125 +43,13 @@ ENGINE_FEATURES: dict[str, tuple[str, ...]] = {
     "chunked prefill": ("--enable-chunked-prefill", "--max-num-batched-tokens", "64"),
     "fp8 KV cache": ("--kv-cache-dtype", "fp8"),
 }
-JSON_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-               "required": ["name", "age"]}  # fmt: skip
 OUTPUT_TOKENS = 24
-CLASS_TOKENS = 16  # the request classes: seven of them, so shorter; a penalty or a bias shows within 16 tokens
 CACHE_HITS = "vllm:prefix_cache_hits"
-Feature = result.SmokeFeature
-Outputs = list[list[int]]
-Sides = Mapping[str, serving.Server]
 
 
-class Refused(Exception):
-    """A server answered a request with an error; `message` is the engine's own."""
-
-    def __init__(self, server: str, message: str) -> None:
-        super().__init__(message)
-        self.server, self.message = server, message
-
-
-def generate(server: serving.Server, model: str, prompts: Sequence[list[int]], max_tokens: int, **extra: Any) -> list[list[int]]:
-    """One completions request per prompt, all at once; the generated token ids of every choice, in order."""
-
-    def one(prompt: list[int]) -> list[list[int]]:
-        body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "return_token_ids": True,
-                **extra}  # fmt: skip
-        answer = httpx.post(f"{server.url}/v1/completions", json=body, timeout=300)
-        if answer.status_code != 200:
-            raise Refused(server.name, _message(answer))
-        return [list(c.get("token_ids") or []) for c in sorted(answer.json()["choices"], key=lambda c: c["index"])]
-
-    with ThreadPoolExecutor(max(1, len(prompts))) as pool:
-        return [ids for choices in pool.map(one, prompts) for ids in choices]
-
-
-def _message(answer: httpx.Response) -> str:
-    try:
-        return str(answer.json().get("error", {}).get("message") or answer.text)[:500]
-    except ValueError:
-        return answer.text[:500]
-
-
-def compared(feature: str, base: list[list[int]], spec: list[list[int]]) -> Feature:
-    """Compare the pair's greedy outputs with the verifier alone's, request by request."""
-    diverging = [
-        (i, at) for i, (a, b) in enumerate(zip(base, spec, strict=True)) if (at := metrics.first_divergence(a, b)) is not None
-    ]
-    if not diverging:
-        return {"feature": feature, "outcome": "equal",
-                "detail": f"{len(base)} requests, greedy output equal to the verifier alone's with it"}  # fmt: skip
-    request, token = diverging[0]
-    detail = f"{len(diverging)} of {len(base)} requests differ; the first at request {request}, token {token}"
-    return {"feature": feature, "outcome": "differs", "divergence": {"request": request, "token": token}, "detail": detail}
-
-
-def request_feature(feature: str, sides: Sides, call: Callable[[serving.Server], list[list[int]]]) -> Feature:
-    """Run one request feature on both servers: refused by the verifier alone is not supported; by the pair, fails."""
-    served = both(feature, sides, call)
-    return served if isinstance(served, dict) else compared(feature, *served)
-
-
-def both(feature: str, sides: Sides, call: Callable[[serving.Server], list[list[int]]]) -> tuple[Outputs, Outputs] | Feature:
-    """The verifier alone's outputs and the pair's, or the refusal as a feature: not supported, or the pair fails."""
-    try:
-        base = call(sides["baseline"])
-    except Refused as refused:
-        return {"feature": feature, "outcome": "not-supported", "error": refused.message,
-                "detail": "not supported on this build: the verifier alone refuses it too"}  # fmt: skip
-    try:
-        spec = call(sides["speculative"])
-    except Refused as refused:
-        return {"feature": feature, "outcome": "fails", "error": refused.message,
-                "detail": "the verifier alone serves it; with speculation the engine refuses it"}  # fmt: skip
-    return base, spec
-
-
-# The sampling parameters users send with speculation, each strong enough to change a greedy output when honoured.
-REQUEST_CLASSES: dict[str, dict[str, Any]] = {
-    "frequency penalty": {"frequency_penalty": 1.5},
-    "presence penalty": {"presence_penalty": 1.5},
-    "repetition penalty": {"repetition_penalty": 1.5},
-    "min_p": {"min_p": 0.3},
-    "logit_bias": {},  # against the verifier's first greedy token, chosen when the grid runs
-    "logprobs": {"logprobs": 5},
-    "stop strings": {"stop": ["\n"]},
-}
-
-
-def request_classes(sides: Sides, model: str, prompts: Sequence[list[int]]) -> list[Feature]:
-    """Each request class against the same requests without it: did the pair draft during it, and does its output
-    follow the parameter as the verifier alone's does."""
-    asked = list(prompts[:2])
-    plain = generate(sides["baseline"], model, asked, CLASS_TOKENS)
-    before = serving.served_counters(sides["speculative"]).drafts  # nothing else is sent to the server meanwhile
-    generate(sides["speculative"], model, asked, CLASS_TOKENS)
-    drafted = serving.served_counters(sides["speculative"]).drafts - before
-    classes = {**REQUEST_CLASSES, "logit_bias": {"logit_bias": {str(plain[0][0]): -100}} if plain[0] else {}}
-    return [_request_class(name, extra, sides, model, asked, plain, drafted > 0) for name, extra in classes.items()]
-
-
-def _request_class(name: str, extra: dict[str, Any], sides: Sides, model: str, asked: list[list[int]], plain: Outputs,
-                   drafting: bool) -> Feature:  # fmt: skip
-    before = serving.served_counters(sides["speculative"]).drafts  # the verifier alone's server counts no drafts
-    served = both(name, sides, lambda server: generate(server, model, asked, CLASS_TOKENS, **extra))
-    moved = serving.served_counters(sides["speculative"]).drafts - before
-    if isinstance(served, dict):
-        return served
-    base, spec = served
-    found = compared(name, base, spec)
-    if drafting and not moved:
-        return {**found, "outcome": "speculation off",
-                "detail": f"the pair's server drafted nothing during these requests, and drafted without {name}; "
-                          f"{found['detail']}"}  # fmt: skip
-    if found["outcome"] == "differs" and spec == plain and base != plain:
-        return {**found, "outcome": "parameter ignored",
-                "detail": f"with speculation the output is the one without {name}, while the verifier alone's follows it; "
-                          f"{found['detail']}"}  # fmt: skip
-    return {**found, "detail": f"{found['detail']}; {moved} drafting steps with it"}
-
-
-def request_features(sides: Sides, model: str, prompts: Sequence[list[int]], max_model_len: int) -> list[Feature]:
+def request_features(
+    sides: Sides, model: str, prompts: Sequence[list[int]], max_model_len: int, switches: Sequence[str] = ()
+) -> list[Feature]:
     """The features a request asks for, on the published servers (prefix caching and chunked prefill on, by default)."""
     shared = _long(prompts, 200)
     repeated = [[*shared, *p] for p in prompts[:4]]
@@ -169,20 +57,21 @@ def request_features(sides: Sides, model: str, prompts: Sequence[list[int]], max
     near_max = _long(prompts, max_model_len - OUTPUT_TOKENS - 8)
 
     def cached(server: serving.Server) -> list[list[int]]:
-        generate(server, model, repeated, OUTPUT_TOKENS)  # the first pass fills the cache the second one reads
-        return generate(server, model, repeated, OUTPUT_TOKENS)
+        asking.generate(server, model, repeated, OUTPUT_TOKENS)  # the first pass fills the cache the second one reads
+        return asking.generate(server, model, repeated, OUTPUT_TOKENS)
+
+    def asked(requests: list[list[int]]) -> Callable[[serving.Server], list[list[int]]]:
+        return lambda server: asking.generate(server, model, requests, OUTPUT_TOKENS)
 
     hits = serving.served_total(sides["speculative"], CACHE_HITS)
-    features = [
-        _cache_read(request_feature("prefix caching on", sides, cached), sides["speculative"], hits),
-        request_feature("structured output (JSON schema)", sides,
-                        lambda s: generate(s, model, prompts[:2], 48, structured_outputs={"json": JSON_SCHEMA})),
-        request_feature("prompt near the maximum length", sides, lambda s: generate(s, model, [near_max], OUTPUT_TOKENS)),
-        request_feature("mixed prompt lengths, concurrent", sides, lambda s: generate(s, model, mixed, OUTPUT_TOKENS)),
+    return [
+        _cache_read(asking.request_feature("prefix caching on", sides, cached), sides["speculative"], hits),
+        asking.request_feature("prompt near the maximum length", sides, asked([near_max])),
+        asking.request_feature("mixed prompt lengths, concurrent", sides, asked(mixed)),
         samples_feature(sides, model, prompts[0]),
-        *request_classes(sides, model, prompts),
-    ]  # fmt: skip
-    return features
+        *asking.request_classes(sides, model, prompts),
+        asking.switch_feature(switches),
+    ]
 
 
 def _cache_read(feature: Feature, server: serving.Server, before: float) -> Feature:
@@ -198,9 +87,9 @@ def samples_feature(sides: Sides, model: str, prompt: list[int]) -> Feature:
     n = 4
 
     def sampled(server: serving.Server) -> list[list[int]]:
-        return generate(server, model, [prompt], 16, n=n, temperature=1.0, ignore_eos=True)
+        return asking.generate(server, model, [prompt], 16, n=n, temperature=1.0, ignore_eos=True)
 
-    checked = request_feature(f"n = {n} samples in one request", sides, sampled)
+    checked = asking.request_feature(f"n = {n} samples in one request", sides, sampled)
     if checked["outcome"] in ("equal", "differs"):
         return {"feature": checked["feature"], "outcome": "runs",
                 "detail": f"{n} samples of 16 tokens each from both; sampled, so not compared token by token"}  # fmt: skip
@@ -216,13 +105,60 @@ def _long(prompts: Sequence[list[int]], length: int) -> list[int]:
     return tokens[:length]
 
 
-def engine_features(
-    engine: Engine, configs: Mapping[str, EngineConfig], model: str, prompts: Sequence[list[int]], features: Sequence[str]
-) -> list[Feature]:
-    """Serve the pair with these features' flags; on a failure or a difference, serve each half of them again."""
+def flagged(configs: Mapping[str, EngineConfig], features: Sequence[str]) -> dict[str, EngineConfig]:
+    """Both servers' configs with every one of these engine features' flags."""
     flags = tuple(flag for feature in features for flag in ENGINE_FEATURES[feature])
+    return {side: replace(config, server_flags=flags) for side, config in configs.items()}
+
+
+def refused_before(spec: RunSpec, features: Sequence[str] | None) -> dict[str, Feature]:
+    """The engine features this build refused for this verifier alone on an earlier run, as the grid reports them: a
+    property of the build, so no server is started again to learn it."""
+    found: dict[str, Feature] = {}
+    for feature in chosen(features):
+        stored = baselines.load(baselines.refusal_key(spec, ENGINE_FEATURES[feature]))
+        if isinstance(stored, dict) and isinstance(stored.get("error"), str):
+            found[feature] = {"feature": feature, "outcome": "not-supported", "error": stored["error"],
+                              "detail": "not supported on this build: the verifier alone would not start with it, found "
+                                        "on an earlier run with this verifier, build, hardware and conditions"}  # fmt: skip
+    return found
+
+
+def remember_refusals(spec: RunSpec, grid: Sequence[Feature], known: Mapping[str, Feature]) -> None:
+    """Keep each engine feature the verifier alone refused in this run, with the engine's message."""
+    for feature in grid:
+        name = feature["feature"]
+        if name in ENGINE_FEATURES and name not in known and feature["outcome"] == "not-supported" and "error" in feature:
+            baselines.store(baselines.refusal_key(spec, ENGINE_FEATURES[name]), {"error": feature["error"]})
+
+
+def start_engine_features(
+    engine: Engine, configs: Mapping[str, EngineConfig], features: Sequence[str] | None
+) -> serving.Spawned | None:
+    """Start the pair with every engine feature's flags now, where memory holds it beside the published pair (CPU:
+    four servers, the offline engine long gone), so that it loads while the request features run on those. Nothing
+    is timed by then."""
+    names = chosen(features)
+    if not names or not engine.serves_beside_offline():
+        return None
+    return serving.spawn(engine, flagged(configs, names))
+
+
+def engine_features(
+    engine: Engine,
+    configs: Mapping[str, EngineConfig],
+    model: str,
+    prompts: Sequence[list[int]],
+    features: Sequence[str],
+    spawned: serving.Spawned | None = None,
+) -> list[Feature]:
+    """Serve the pair with these features' flags (`spawned` holds it, when it started early); on a failure or a
+    difference, serve each half of them again."""
+    if not features:
+        return []
     alone = len(features) == 1
-    outcome = _served_with(engine, configs, flags, model, prompts, ", ".join(features), judge_start=alone)
+    outcome = _served_with(engine, flagged(configs, features), model, prompts, ", ".join(features), judge_start=alone,
+                           spawned=spawned)  # fmt: skip
     if outcome["outcome"] == "equal" or alone:
         return [{**outcome, "feature": feature} for feature in features]
     half = (len(features) + 1) // 2
@@ -246,20 +182,19 @@ def chosen(names: Sequence[str] | None) -> list[str]:
 
 def _served_with(
     engine: Engine,
-    configs: Mapping[str, EngineConfig],
-    flags: tuple[str, ...],
+    with_flags: Mapping[str, EngineConfig],
     model: str,
     prompts: Sequence[list[int]],
     name: str,
     *,
     judge_start: bool,
+    spawned: serving.Spawned | None = None,
 ) -> Feature:
-    with_flags = {side: replace(config, server_flags=flags) for side, config in configs.items()}
-    long_prompt = _long(prompts, next(iter(configs.values())).max_model_len - OUTPUT_TOKENS - 8)
+    long_prompt = _long(prompts, next(iter(with_flags.values())).max_model_len - OUTPUT_TOKENS - 8)
     requests = [*prompts[:6], long_prompt, *prompts[:2]]  # the last two again: a cache would serve them
     try:
-        with serving.servers(engine, with_flags) as sides:
-            return request_feature(name, sides, lambda s: generate(s, model, requests, OUTPUT_TOKENS))
+        with serving.servers(engine, with_flags, spawned) as sides:
+            return asking.request_feature(name, sides, lambda s: asking.generate(s, model, requests, OUTPUT_TOKENS))
     except InfraError as failed:
         if failed.code != "serve:start-failed":
             raise
@@ -289,9 +224,13 @@ def tier(
     prompts: Sequence[list[int]],
     requested: list[Feature],
     features: Sequence[str] | None = None,
+    spawned: serving.Spawned | None = None,
+    known: Mapping[str, Feature] | None = None,
 ) -> result.Smoke:
-    """The whole grid: the request features already run, then the engine features (`features`, or all of them);
-    with the time it took."""
-    started = time.perf_counter()
-    found = engine_features(engine, configs, model, prompts, chosen(features))
-    return {"features": [*requested, *found], "seconds": round(time.perf_counter() - started, 1)}
+    """The whole grid: the request features already run, then the engine features (`features`, or all of them) but
+    those `known` already (refused on an earlier run); `spawned` holds their servers where they started early. With
+    the time it took."""
+    started, names, known = time.perf_counter(), chosen(features), known or {}
+    served = engine_features(engine, configs, model, prompts, [name for name in names if name not in known], spawned)
+    found = {**known, **{feature["feature"]: feature for feature in served}}
+    return {"features": [*requested, *(found[name] for name in names)], "seconds": round(time.perf_counter() - started, 1)}

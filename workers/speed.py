@@ -65,7 +65,8 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
                         "2 paired blocks at least, and the first stage no more than the most.")  # fmt: skip
     early, bench.early = bench.early, None
     started = time.perf_counter()
-    with serving.servers(load_engine(bench.spec.engine)(), configs(bench), early) as running:
+    engine = load_engine(bench.spec.engine)()
+    with serving.servers(engine, configs(bench), early) as running:
         waited = time.perf_counter() - started
         report(30)
         model = bench.config(speculative=False).verifier
@@ -75,10 +76,15 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         report(40)
         with timing.LoadMeter() as load:
             levels, per_category, rate_point = _timed(bench, running, model, report)
+        choice = which_k(bench, running, model, levels)  # the last timed work: the smoke tier's servers may load now
         began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
-        bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, bench.spec.plan.max_model_len)
+        bench.smoke_known = smoke_tier.refused_before(bench.spec, plan.smoke_engine_features)
+        serve = [name for name in smoke_tier.chosen(plan.smoke_engine_features) if name not in bench.smoke_known]
+        bench.smoke_early = smoke_tier.start_engine_features(engine, configs(bench), serve)
+        bench.smoke_requests = smoke_tier.request_features(
+            running, model, bench.prompts, plan.max_model_len, engine.speculation_switches()
+        )
         bench.smoke_request_seconds = time.perf_counter() - began
-        choice = which_k(bench, running, model, levels)
     al = metrics.acceptance(total_counters(measured(bench)[1]))["mean_acceptance_length"]
     figures: result.Throughput = {
         "levels": levels,

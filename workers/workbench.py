@@ -68,6 +68,9 @@ class Workbench:
     # stages measure, and wait in `early` for it.
     serves: bool = False
     early: serving.Spawned | None = None
+    # The smoke tier's engine-feature servers, started once the throughput stage has timed everything (CPU).
+    smoke_early: serving.Spawned | None = None
+    smoke_known: dict[str, result.SmokeFeature] | None = None  # the engine features refused on an earlier run
 
     @classmethod
     def for_spec(cls, spec: RunSpec) -> Workbench:
@@ -75,9 +78,10 @@ class Workbench:
 
     def stop_early(self) -> None:
         """Stop servers started for a stage that will not run now (an earlier one failed)."""
-        early, self.early = self.early, None
-        if early is not None:
-            early.stop()
+        started, self.early, self.smoke_early = (self.early, self.smoke_early), None, None
+        for early in started:
+            if early is not None:
+                early.stop()
 
     def by_category(self) -> dict[str, list[list[int]]]:
         """The prompts category by category, in suite order: how the offline engines take them, one batch each, and

@@ -226,8 +226,8 @@ class Throughput(TypedDict):
 
 
 class SmokeFeature(TypedDict):
-    """One serving feature with speculation: equal, differs, runs, fails, not-supported, speculation off or
-    parameter ignored (workers/smoke.py)."""
+    """One serving feature with speculation: equal, differs, runs, fails, not-supported, speculation off, parameter
+    ignored, constraint broken or not judged (workers/smoke.py)."""
 
     feature: str
     outcome: str

@@ -146,7 +146,8 @@ class BestKOut(serializers.Serializer[dict[str, Any]]):
 class SmokeFeatureOut(serializers.Serializer[dict[str, Any]]):
     feature = serializers.CharField()
     outcome = serializers.CharField(help_text="equal, differs, runs (sampled, not compared), fails, not-supported, "
-                                    "speculation off (no drafting during it) or parameter ignored")  # fmt: skip
+                                    "speculation off (no drafting during it), parameter ignored, constraint broken "
+                                    "(structured output) or not judged")  # fmt: skip
     detail = serializers.CharField()
     divergence = serializers.DictField(required=False, help_text="the first diverging request and token")
     error = serializers.CharField(required=False, help_text="the engine's own message")

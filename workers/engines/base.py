@@ -137,6 +137,10 @@ class Engine(ABC):
     def server_environment(self, config: EngineConfig) -> dict[str, str]:
         return {}
 
+    def speculation_switches(self) -> list[str]:
+        """The request fields of this build's server that could turn speculation off for one request."""
+        return []
+
     def serves_beside_offline(self) -> bool:
         """Whether this engine's servers may load while an offline engine of it measures: memory for all three."""
         return False

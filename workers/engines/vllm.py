@@ -95,6 +95,14 @@ class VllmEngine(Engine):
             flags += ["--gpu-memory-utilization", "0.45"]
         return [*server, "--model", model, *flags, *config.server_flags, "--host", "127.0.0.1", "--port", str(port)]
 
+    def speculation_switches(self) -> list[str]:
+        # Read from the build's own request and sampling types, so a build that adds one is seen.
+        from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+        from vllm.sampling_params import SamplingParams
+
+        fields = [*CompletionRequest.model_fields, *SamplingParams.__struct_fields__]
+        return sorted({field for field in fields if "specul" in field or "draft" in field})
+
     def serves_beside_offline(self) -> bool:
         # On CPU each engine holds its own RAM (its KV cache sized by VLLM_CPU_KVCACHE_SPACE): three fit. On one GPU
         # the offline engine takes most of the card's memory, and the two servers 0.45 of it each.
