@@ -30,6 +30,7 @@ class PlanFields(TypedDict):
     reference_check: bool
     thresholds: dict[str, float]
     smoke_engine_features: NotRequired[list[str] | tuple[str, ...] | None]  # absent from documents made before it
+    acceptance_temperatures: NotRequired[list[float] | tuple[float, ...]]  # absent from documents made before it
 
 
 class InputFields(TypedDict):
@@ -139,6 +140,8 @@ class Plan:
     thresholds: Thresholds = field(default_factory=Thresholds)
     # The smoke tier's engine features to serve (workers/smoke.py names them); None: every one it knows.
     smoke_engine_features: tuple[str, ...] | None = None
+    # Acceptance is measured greedy and, on the same prompts, sampled at each of these (top_p 1): users serve sampled.
+    acceptance_temperatures: tuple[float, ...] = (0.7, 1.0)
 
     @property
     def conditions(self) -> Conditions:

@@ -493,6 +493,8 @@ class Deployment(models.Model):
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="deployments")
     certificate = models.ForeignKey(Certificate, on_delete=models.SET_NULL, null=True, blank=True, related_name="deployments")
     workload = models.ForeignKey(Workload, on_delete=models.SET_NULL, null=True, blank=True, related_name="deployments")
+    # The sampling temperature it serves at: its live AL is held to the certified run's figure at that temperature.
+    temperature = models.FloatField(default=0.0)
     token_hash = models.CharField(max_length=64, blank=True, db_index=True)  # empty: revoked, or none issued
     token_hint = models.CharField(max_length=12, blank=True)  # the token's first characters, to tell tokens apart
     token_revoked_at = models.DateTimeField(null=True, blank=True)

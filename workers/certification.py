@@ -27,6 +27,7 @@ from workers.engines import load_engine
 from workers.engines.base import Engine, Sampling, SpecCounters
 from workers.suites import tokenize
 from workers.workbench import (
+    Counted,
     Measured,
     Outputs,
     RawCounters,
@@ -93,9 +94,10 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
     loaded = time.perf_counter() - started
     try:
         report(30)
-        greedy, counters, per_prompt = _greedy(engine, bench)
-        report(70)
+        greedy, counters, per_prompt = _counted(engine, bench, _greedy(bench))
+        report(60)
         samples = _sampling(engine, bench) if speculative else {}
+        sampled = _temperatures(engine, bench) if speculative else {}
         manifest = without_local_paths(engine.manifest(), bench)
     finally:
         engine.stop()
@@ -106,16 +108,33 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
         "per_prompt": per_prompt,
         "samples": samples,
         "manifest": manifest,
+        "by_temperature": sampled,
     }
 
 
-def _greedy(engine: Engine, bench: Workbench) -> tuple[Outputs, dict[str, RawCounters], dict[str, list[RawCounters]]]:
-    """Greedy outputs and counter deltas, one generate call per category (the same batching in both engines),
+def _greedy(bench: Workbench) -> Sampling:
+    return Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
+
+
+def _temperatures(engine: Engine, bench: Workbench) -> dict[str, Counted]:
+    """The same prompts sampled at each of the plan's temperatures (top_p 1), for acceptance as users serve it:
+    counters only, the outputs are not compared."""
+    found: dict[str, Counted] = {}
+    for temperature in bench.spec.plan.acceptance_temperatures:
+        sampling = Sampling(temperature=temperature, max_tokens=bench.suite.max_tokens, seed=bench.spec.plan.seed)
+        _, counters, per_prompt = _counted(engine, bench, sampling)
+        found[str(temperature)] = {"counters": counters, "per_prompt": per_prompt}
+    return found
+
+
+def _counted(
+    engine: Engine, bench: Workbench, sampling: Sampling
+) -> tuple[Outputs, dict[str, RawCounters], dict[str, list[RawCounters]]]:
+    """Outputs and counter deltas, one generate call per category (the same batching in both engines),
     and each prompt's own counters where every request of the category has them."""
     outputs: Outputs = {}
     counters: dict[str, RawCounters] = {}
     per_prompt: dict[str, list[RawCounters]] = {}
-    sampling = Sampling(temperature=0, max_tokens=bench.suite.max_tokens)
     for category, prompts in bench.by_category().items():
         before = engine.counters()
         completions = engine.generate(prompts, sampling)
@@ -180,11 +199,14 @@ def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
         edges = metrics.length_buckets(bench.spec.plan.max_model_len, bench.suite.max_tokens)
         lengths = [len(prompt) for batch in bench.by_category().values() for prompt in batch]
         acceptance["by_length"] = metrics.by_length(lengths, prompts, edges)
+    sampled = {float(t): (total_counters(c), _prompts_of(c)) for t, c in bench.speculative.get("by_temperature", {}).items()}
+    if sampled:
+        acceptance["by_temperature"] = metrics.by_temperature({0.0: (total_counters(bench.speculative), prompts), **sampled})
     return {"start_seconds": bench.speculative["start_seconds"], "manifest": bench.speculative["manifest"],
             "acceptance": acceptance}  # fmt: skip
 
 
-def _prompts_of(measured: Measured, *categories: str) -> list[SpecCounters] | None:
+def _prompts_of(measured: Counted, *categories: str) -> list[SpecCounters] | None:
     """Each prompt's own counters in `categories` (all by default), or None unless every category has them."""
     own = measured.get("per_prompt", {})
     wanted = categories or tuple(measured["counters"])
@@ -209,7 +231,7 @@ def _reference_greedy(bench: Workbench) -> dict[str, result.Greedy]:
     engine = load_engine("reference")()
     engine.start(bench.config(speculative=False))
     try:
-        found, _, _ = _greedy(engine, bench)
+        found, _, _ = _counted(engine, bench, _greedy(bench))
     finally:
         engine.stop()
     base = measured(bench)[0]["greedy"]

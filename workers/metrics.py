@@ -6,13 +6,14 @@ import functools
 import math
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from kernel.result import Acceptance, AtK, AtLength, ChiSquare, Divergence, Greedy
+from kernel.live import rate_interval
+from kernel.result import Acceptance, AtK, AtLength, AtTemperature, ChiSquare, Divergence, Greedy
 from kernel.stats import t_975, t_quantile
 from workers.engines.base import SpecCounters
 
@@ -87,6 +88,26 @@ def by_length(lengths: Sequence[int], prompts: Sequence[SpecCounters], edges: Se
             row["mean_acceptance_length_interval"] = figures["mean_acceptance_length_interval"]
         if "prompts_effective" in figures:
             row["prompts_effective"] = figures["prompts_effective"]
+        rows.append(row)
+    return rows
+
+
+def by_temperature(runs: Mapping[float, tuple[SpecCounters, Sequence[SpecCounters] | None]]) -> list[AtTemperature]:
+    """Acceptance at each temperature, on the same prompts: AL with its interval over prompts, and each cumulative
+    per-position rate with Wilson's interval over drafting steps (steps as the units: narrower than over prompts)."""
+    rows: list[AtTemperature] = []
+    for temperature, (counters, prompts) in sorted(runs.items()):
+        figures = acceptance(counters, prompts)
+        row: AtTemperature = {
+            "temperature": temperature,
+            "mean_acceptance_length": figures["mean_acceptance_length"],
+            "per_position": figures["per_position"],
+            "per_position_interval": [list(rate_interval(n, counters.drafts) or (0.0, 1.0)) for n in counters.per_position],
+            "drafts": counters.drafts,
+        }
+        for key in ("mean_acceptance_length_interval", "prompts", "prompts_effective"):
+            if key in figures:
+                row[key] = figures[key]
         rows.append(row)
     return rows
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from kernel import certificates, result
 from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
 
+TUPLES = ("concurrency", "thresholds", "smoke_engine_features", "acceptance_temperatures")  # rebuilt below
+
 
 def spec_from_certificate(payload: certificates.Payload) -> RunSpec:
     """Return the run spec a certificate pins: repos at their shas, method, k, engine, hardware and plan."""
@@ -27,8 +29,9 @@ def spec_from_certificate(payload: certificates.Payload) -> RunSpec:
         options=inputs.get("options", {}),
         plan=Plan(
             # The other plan fields are stored as Plan holds them; mypy cannot match TypedDict items to keywords.
-            **{key: value for key, value in plan.items() if key not in ("concurrency", "thresholds", "smoke_engine_features")},  # type: ignore[arg-type]
+            **{key: value for key, value in plan.items() if key not in TUPLES},  # type: ignore[arg-type]
             concurrency=tuple(plan["concurrency"]),
+            acceptance_temperatures=tuple(plan.get("acceptance_temperatures", ())),
             smoke_engine_features=_names(plan.get("smoke_engine_features")),
             thresholds=Thresholds(**plan["thresholds"]),
         ),

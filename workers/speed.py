@@ -10,15 +10,17 @@ import random
 import time
 from collections.abc import Mapping
 
-from kernel import result
+from kernel import result, schedule
 from kernel.errors import UserError
 from kernel.formats import serve_arguments, serve_line
+from kernel.schedule import Range
 from kernel.spec import Plan
 from workers import choice_of_k as choosing
 from workers import metrics, serving, timing
+from workers import served_schedule as scheduled
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
-from workers.engines.base import EngineConfig, SpecCounters
+from workers.engines.base import Engine, EngineConfig, SpecCounters
 from workers.workbench import Tick, Workbench, measured, total_counters, without_local_paths
 
 # A block's interval is conditional on its prompts: one per category left a workload without categories two.
@@ -76,15 +78,12 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         report(40)
         with timing.LoadMeter() as load:
             levels, per_category, rate_point = _timed(bench, running, model, report)
-        choice = which_k(bench, running, model, levels)  # the last timed work: the smoke tier's servers may load now
-        began = time.perf_counter()  # the smoke tier's request features, while the published servers are up
-        bench.smoke_known = smoke_tier.refused_before(bench.spec, plan.smoke_engine_features)
-        serve = [name for name in smoke_tier.chosen(plan.smoke_engine_features) if name not in bench.smoke_known]
-        bench.smoke_early = smoke_tier.start_engine_features(engine, configs(bench), serve)
-        bench.smoke_requests = smoke_tier.request_features(
-            running, model, bench.prompts, plan.max_model_len, engine.speculation_switches()
-        )
-        bench.smoke_request_seconds = time.perf_counter() - began
+        if engine.serves_beside_offline():  # which k is the last timed work: the smoke tier's servers may load after it
+            choice = which_k(bench, running, model, levels)
+            _smoke_requests(bench, engine, running, model)
+        else:  # one GPU: which k stops the published pair's speculative server to start its own
+            _smoke_requests(bench, engine, running, model)
+            choice = which_k(bench, running, model, levels)
     al = metrics.acceptance(total_counters(measured(bench)[1]))["mean_acceptance_length"]
     figures: result.Throughput = {
         "levels": levels,
@@ -100,6 +99,18 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
     if choice is not None:
         figures["choice_of_k"] = choice
     return figures
+
+
+def _smoke_requests(bench: Workbench, engine: Engine, running: dict[str, serving.Server], model: str) -> None:
+    """The smoke tier's request features on the published servers; on CPU its engine-feature servers load meanwhile,
+    but for the flags the build refused on an earlier run."""
+    plan, began = bench.spec.plan, time.perf_counter()
+    bench.smoke_known = smoke_tier.refused_before(bench.spec, plan.smoke_engine_features)
+    serve = [name for name in smoke_tier.chosen(plan.smoke_engine_features) if name not in bench.smoke_known]
+    bench.smoke_early = smoke_tier.start_engine_features(engine, configs(bench), serve)
+    bench.smoke_requests = smoke_tier.request_features(running, model, bench.prompts, plan.max_model_len,
+                                                       engine.speculation_switches())  # fmt: skip
+    bench.smoke_request_seconds = time.perf_counter() - began
 
 
 def _timed(
@@ -161,7 +172,29 @@ def which_k(
                 chosen[level]["measured"], _ = _level(bench, pair, model, int(level))
                 chosen[level] = choosing.refit(chosen[level], levels[level], int(level), by_k, per_token)
         recipes[str(k)] = recipe(bench, k)
-    return {"run_k": run_k, "verifier_seconds_per_token": per_token, "prefill": prefill, "levels": chosen, "recipes": recipes}
+    choice: result.ChoiceOfK = {"run_k": run_k, "verifier_seconds_per_token": per_token, "prefill": prefill,
+                                "levels": chosen, "recipes": recipes}  # fmt: skip
+    ranges = scheduled.composed(levels, chosen, run_k)
+    if ranges and not schedule.is_fixed(ranges, run_k):
+        choice["schedule"] = _schedule(bench, running, model, levels, ranges)
+    return choice
+
+
+def _schedule(
+    bench: Workbench, running: dict[str, serving.Server], model: str, levels: dict[str, result.Level], ranges: list[Range]
+) -> result.ServedSchedule:
+    """Serve the schedule composed from the levels' best k beside the same baseline, time it at every level, and say
+    whether it is the command to serve."""
+    engine, run_k = load_engine(bench.spec.engine)(), bench.spec.num_speculative_tokens
+    if not engine.serves_beside_offline():  # one GPU holds two servers: the fixed k's is measured already
+        running["speculative"].stop()
+
+    def timed(pair: Mapping[str, serving.Server], concurrency: int) -> result.Level:
+        return _level(bench, pair, model, concurrency)[0]
+
+    figures = scheduled.serve(engine, bench.config(speculative=True), ranges, running["baseline"],
+                              list(bench.spec.plan.concurrency), timed)  # fmt: skip
+    return scheduled.outcome(ranges, figures, levels, run_k, recipe(bench, run_k, ranges))
 
 
 def _rate_point(
@@ -211,11 +244,13 @@ def served_commands(bench: Workbench, running: dict[str, serving.Server], start_
     }
 
 
-def recipe(bench: Workbench, k: int) -> str:
-    """The `vllm serve` line to publish for the pair drafting `k` tokens a step: the gate's config, naming the pinned
-    Hub repos, as the server that was measured ran it."""
+def recipe(bench: Workbench, k: int, ranges: list[Range] | None = None) -> str:
+    """The `vllm serve` line to publish for the pair drafting `k` tokens a step (or on the batch-size schedule
+    `ranges`): the gate's config, naming the pinned Hub repos, as the server that was measured ran it."""
     spec = bench.spec
     published = dict(bench.gate.recipe.speculative_config) if bench.gate and bench.gate.recipe else None
     if published is not None and k != spec.num_speculative_tokens:
         published["num_speculative_tokens"] = k
+    if published is not None and ranges:
+        published = schedule.speculative_config(published, ranges)
     return serve_line(serve_arguments(spec.verifier.repo_id, spec.verifier.sha, published, spec.plan.conditions))

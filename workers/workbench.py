@@ -35,15 +35,21 @@ class RawCounters(TypedDict):
     per_position: list[int]
 
 
-class Measured(TypedDict):
+class Counted(TypedDict):
+    """Exact counters per category, and each prompt's own where the engine counts per request."""
+
+    counters: dict[str, RawCounters]
+    per_prompt: NotRequired[dict[str, list[RawCounters]]]
+
+
+class Measured(Counted):
     """What one offline engine gave: outputs and exact counters, no timings. The baseline's is cached as JSON."""
 
     start_seconds: float
     greedy: Outputs
-    counters: dict[str, RawCounters]
-    per_prompt: NotRequired[dict[str, list[RawCounters]]]  # each prompt's own, where the engine counts per request
     samples: Outputs
     manifest: dict[str, object]
+    by_temperature: NotRequired[dict[str, Counted]]  # the pair's counters at each sampled temperature of the plan
 
 
 @dataclass
@@ -114,7 +120,7 @@ def measured(bench: Workbench) -> tuple[Measured, Measured]:
     return bench.baseline, bench.speculative
 
 
-def counters_of(measured: Measured, category: str) -> SpecCounters:
+def counters_of(measured: Counted, category: str) -> SpecCounters:
     return as_counters(measured["counters"][category])
 
 
@@ -122,7 +128,7 @@ def as_counters(raw: RawCounters) -> SpecCounters:
     return SpecCounters(raw["drafts"], raw["draft_tokens"], raw["accepted"], tuple(raw["per_position"]))
 
 
-def total_counters(engine: Measured) -> SpecCounters:
+def total_counters(engine: Counted) -> SpecCounters:
     total = SpecCounters()
     for category in engine["counters"]:
         total = total + counters_of(engine, category)

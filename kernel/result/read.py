@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from kernel.result.acceptance_schema import Acceptance
 from kernel.result.schema import (
-    Acceptance,
     CertifiedResults,
     Environment,
     Equivalence,
     Properties,
     ResultDocument,
+    ServedSchedule,
     Smoke,
     Throughput,
     Verdict,
@@ -55,6 +56,13 @@ def throughput(document: ResultDocument | None) -> Throughput | None:
     """Return the throughput sweep's figures."""
     part = stage(document, "throughput")
     return cast(Throughput, part) if "levels" in part else None
+
+
+def served_schedule(document: ResultDocument | None) -> ServedSchedule | None:
+    """Return the Dynamic SD schedule served and timed, where one was (kernel/result/schema.ServedSchedule)."""
+    measured = throughput(document)
+    choice = measured.get("choice_of_k") if measured else None
+    return choice.get("schedule") if choice else None
 
 
 def equivalence(document: ResultDocument | None) -> Equivalence | None:

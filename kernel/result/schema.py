@@ -1,9 +1,11 @@
-"""The result document's types (TypedDicts), its version, and the labels a measured figure may carry."""
+"""The result document's types (TypedDicts), its version, and the labels a measured figure may carry. Acceptance's
+types are in acceptance_schema."""
 
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from kernel.result.acceptance_schema import Acceptance, Counts
 from kernel.spec import SpecFields
 
 SCHEMA_VERSION = 3
@@ -17,42 +19,6 @@ PERCENTILES = (50, 90, 95, 99)
 
 
 STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "smoke", "verdict")
-
-
-class Counts(TypedDict):
-    drafts: int
-    draft_tokens: int
-    accepted: int
-    accepted_per_position: list[int]
-
-
-class AtK(TypedDict):
-    k: int
-    mean_acceptance_length: float
-
-
-class AtLength(TypedDict):
-    """Acceptance on the prompts whose length (in the verifier's tokens) lies in (after, up_to]."""
-
-    after: int
-    up_to: int
-    prompts: int
-    mean_acceptance_length: float | None
-    mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over the bucket's prompts; absent below 8
-    prompts_effective: NotRequired[float]  # as Acceptance's
-    per_position: list[float]  # cumulative, as Acceptance's
-
-
-class Acceptance(TypedDict):
-    mean_acceptance_length: float | None
-    acceptance_rate: float | None
-    per_position: list[float]  # cumulative: P(positions 1..i all accepted), per drafting step
-    counts: Counts
-    prompts: NotRequired[int]  # prompts with their own counters; absent where the engine did not count per request
-    mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over prompts; absent below 8 prompts
-    prompts_effective: NotRequired[float]  # Kish's, by drafting steps: under 6 no interval either
-    by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
-    by_length: NotRequired[list[AtLength]]  # by prompt length, from each prompt's own counters (metrics.by_length)
 
 
 class Divergence(TypedDict):
@@ -200,6 +166,28 @@ class BestK(TypedDict):
     fitted_from_k: NotRequired[list[int]]  # the two measured k's the draft's costs were fitted from
 
 
+class ScheduleDrafting(TypedDict):
+    honoured: bool  # the level's drafting follows the schedule (workers/served_schedule.py)
+    drafted_per_step: float
+    drafting: str  # what it drafted, against what the schedule says
+
+
+class ScheduleLevel(Level, ScheduleDrafting):
+    """One level timed on the schedule's server against the same baseline, with what it drafted."""
+
+
+class ServedSchedule(TypedDict):
+    """The Dynamic SD schedule composed from each level's best k (k = 0 where slower), served and timed."""
+
+    ranges: list[list[int]]  # [start, end, k]: inclusive batch-size ranges
+    levels: dict[str, ScheduleLevel]
+    honoured: bool
+    finding: str | None  # "schedule not honoured: ..." for the engine build
+    recipe: str  # the `vllm serve` line with the schedule
+    serve_it: bool  # faster than the fixed k at some level and slower at none: the command the pair page gives
+    why: str  # why it is, or is not, the command to serve
+
+
 class ChoiceOfK(TypedDict):
     """Which k (workers/choice_of_k.py): predicted per level from the step costs measured on the pair, the best
     measured; `recipes` holds a `vllm serve` line for every k that was measured."""
@@ -209,6 +197,7 @@ class ChoiceOfK(TypedDict):
     prefill: dict[str, list[float]]  # {"tokens": [...], "seconds": [...]}: the medians the slope was fitted to
     levels: dict[str, BestK]
     recipes: dict[str, str]  # str(k) -> `vllm serve` line
+    schedule: NotRequired[ServedSchedule]  # absent where one k is best everywhere, or before it was measured
 
 
 class Throughput(TypedDict):

@@ -78,10 +78,12 @@ def acceptance_out(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if figures is None:
         return None
     named = dict(figures)
-    if "per_position" in named:
-        named["cumulative_per_position"] = named.pop("per_position")
-    if "by_length" in named:
-        named["by_length"] = [acceptance_out(row) for row in named["by_length"]]
+    for field in ("per_position", "per_position_interval"):
+        if field in named:
+            named[f"cumulative_{field}"] = named.pop(field)
+    for rows in ("by_length", "by_temperature"):
+        if rows in named:
+            named[rows] = [acceptance_out(row) for row in named[rows]]
     return named
 
 
@@ -227,6 +229,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     smoke = serializers.SerializerMethodField()
     acceptance = serializers.SerializerMethodField()
     best_k = serializers.SerializerMethodField()
+    schedule = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
@@ -234,7 +237,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "id", "pair", "workload", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state",
             "stage", "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
-            "verdict", "acceptance", "speed", "best_k", "latency", "measurement", "smoke", "results",
+            "verdict", "acceptance", "speed", "best_k", "schedule", "latency", "measurement", "smoke", "results",
         ]  # fmt: skip
 
     def to_representation(self, instance: CertificationRun) -> dict[str, Any]:
@@ -252,6 +255,13 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
         """Each level's best k: every k's predicted speedup, and the best one's measured speedup with its interval."""
         return self._run_figures["best_k"]
 
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_schedule(self, run: CertificationRun) -> result.ServedSchedule | None:
+        """The batch-size schedule (vLLM's num_speculative_tokens_per_batch_size) composed from each level's best k,
+        served and timed at every level: its ranges, speedups, whether the engine honoured it, and whether it is the
+        command to serve (serve_it, why). Null where one k was best everywhere."""
+        return self._run_figures["schedule"]
+
     @extend_schema_field(LatencyOut(many=True))
     def get_latency(self, run: CertificationRun) -> list[result.LatencyRow]:
         """TTFT, TPOT, ITL and E2E percentiles per level and at the Poisson point, baseline beside speculative."""
@@ -265,7 +275,8 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_acceptance(self, run: CertificationRun) -> dict[str, Any] | None:
         """The whole suite's acceptance: AL with its interval over prompts, the cumulative per-position rates, AL read
-        at each smaller k (by_k) and by prompt length (by_length)."""
+        at each smaller k (by_k), by prompt length (by_length), and by temperature on the same prompts (by_temperature:
+        greedy, then sampled at top_p 1, each per-position rate with Wilson's interval over drafting steps)."""
         return acceptance_out(self._run_figures["acceptance"])
 
     @extend_schema_field(MeasurementOut(allow_null=True))

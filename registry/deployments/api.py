@@ -31,16 +31,17 @@ class DeploymentOut(serializers.ModelSerializer[Deployment]):
 
     class Meta:
         model = Deployment
-        fields = ["id", "name", "pair", "certificate", "workload", "state", "state_reason", "state_changed_at", "live_al",
-                  "token_hint", "token_revoked", "certified", "created_at"]  # fmt: skip
+        fields = ["id", "name", "pair", "certificate", "workload", "temperature", "state", "state_reason", "state_changed_at",
+                  "live_al", "token_hint", "token_revoked", "certified", "created_at"]  # fmt: skip
 
     def get_certified(self, deployment: Deployment) -> dict[str, Any] | None:
-        """The band live AL is held to (the certified AL's 95 % interval; null where the certified run gave none, and
-        the state is "no band"), the k and the engine build certified."""
+        """The band live AL is held to (the certified AL's 95 % interval at the temperature the deployment serves; null
+        where the certified run gave none, and the state is "no band"), the k and the engine build certified."""
         found = selectors.certified_for(deployment=deployment)
         if found is None:
             return None
-        return {"band": list(found.band) if found.band else None, "k": found.k, "engine_version": found.engine_version}
+        return {"band": list(found.band) if found.band else None, "k": found.k, "engine_version": found.engine_version,
+                "temperature": deployment.temperature}  # fmt: skip
 
     def get_token_revoked(self, deployment: Deployment) -> bool:
         return not deployment.token_hash
@@ -53,6 +54,9 @@ class DeploymentIn(serializers.Serializer[Any]):
         required=False, allow_null=True, min_value=1, help_text="Its certificate, if not the latest run."
     )
     workload = WholeNumberField(required=False, allow_null=True, min_value=1, help_text="Your workload it was certified on.")
+    temperature = serializers.FloatField(required=False, default=0.0, min_value=0.0, max_value=2.0,
+                                         help_text="The sampling temperature it serves at: 0 (greedy), or one the certified "
+                                                   "run measured acceptance at (0.7 and 1.0 by default).")  # fmt: skip
 
 
 class SnapshotIn(serializers.Serializer[Any]):
@@ -88,6 +92,7 @@ class DeploymentList(APIView):
         deployment, token = services.deployment_create(
             owner=request.user, name=data["name"], pair=_pair(data["pair"]),
             certificate=_certificate(data.get("certificate")), workload=_workload(request, data.get("workload")),
+            temperature=data["temperature"],
         )  # fmt: skip
         return Response({**DeploymentOut(deployment).data, "ingest_token": token}, status=status.HTTP_201_CREATED)
 

@@ -58,12 +58,31 @@ def certified_for(*, deployment: Deployment) -> live.Certified | None:
         acceptance = result.acceptance(run_document(run))
     except result.UnreadableResult:  # a document this code cannot read certifies nothing it can hold a deployment to
         return None
-    if run is None or not acceptance or (al := acceptance.get("mean_acceptance_length")) is None:
+    figures = at_temperature(acceptance, deployment.temperature) if acceptance else None
+    if run is None or figures is None or (al := figures.get("mean_acceptance_length")) is None:
         return None
-    interval = acceptance.get("mean_acceptance_length_interval")  # absent without per-prompt counts: no band, not a point
+    interval = figures.get("mean_acceptance_length_interval")  # absent without per-prompt counts: no band, not a point
     band = (interval[0], interval[1]) if interval else None
     return live.Certified(band=band, k=deployment.pair.num_speculative_tokens, engine_version=run.engine_version or None,
-                          per_position=tuple(acceptance.get("per_position") or ()), al=al)  # fmt: skip
+                          per_position=tuple(figures.get("per_position") or ()), al=al)  # fmt: skip
+
+
+def at_temperature(acceptance: result.Acceptance, temperature: float) -> result.Acceptance | result.AtTemperature | None:
+    """The certified acceptance at a serving temperature: the greedy figures at 0, else the row measured at it."""
+    if not temperature:
+        return acceptance
+    return next((row for row in acceptance.get("by_temperature", []) if row["temperature"] == temperature), None)
+
+
+def temperatures_measured(*, deployment: Deployment) -> list[float]:
+    """The temperatures the deployment's certified run measured acceptance at: 0 (greedy), and the sampled ones."""
+    run = certified_run(deployment=deployment)
+    try:
+        acceptance = result.acceptance(run_document(run)) if run is not None else None
+    except result.UnreadableResult:
+        return []
+    rows = acceptance.get("by_temperature", []) if acceptance else []
+    return [0.0, *(row["temperature"] for row in rows if row["temperature"])]
 
 
 def recertification_pending(*, deployment: Deployment) -> CertificationRun | None:

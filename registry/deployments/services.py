@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from kernel import live
+from registry.deployments import selectors
 from registry.deployments.selectors import (
     as_snapshot,
     certified_for,
@@ -55,9 +56,16 @@ def token_digest(token: str) -> str:
 
 
 def deployment_create(
-    *, owner: Any, name: str, pair: Pair, certificate: Certificate | None = None, workload: Workload | None = None
+    *,
+    owner: Any,
+    name: str,
+    pair: Pair,
+    certificate: Certificate | None = None,
+    workload: Workload | None = None,
+    temperature: float = 0.0,
 ) -> tuple[Deployment, str]:
-    """Register a deployment of `pair` and issue its ingest token, returned here once and never again."""
+    """Register a deployment of `pair`, served at `temperature`, and issue its ingest token, returned here once and
+    never again."""
     if certificate is not None and certificate.pair_id != pair.pk:
         raise ValidationError(
             {"certificate": f"Certificate {certificate.pk} is pair {certificate.pair_id}'s, not pair {pair.pk}'s."}
@@ -68,8 +76,16 @@ def deployment_create(
         raise ValidationError({"name": "Name the deployment, e.g. prod-eu-1."})
     with transaction.atomic():
         deployment = Deployment.objects.create(
-            owner=owner, name=name.strip(), pair=pair, certificate=certificate, workload=workload
+            owner=owner, name=name.strip(), pair=pair, certificate=certificate, workload=workload, temperature=temperature
         )
+        measured = selectors.temperatures_measured(deployment=deployment) if temperature else [0.0]
+        if temperature not in measured:  # the whole registration is rolled back
+            raise ValidationError(
+                {
+                    "temperature": f"Temperature {temperature:g} was not measured for this pair's certified "
+                    f"run; choose one of {', '.join(f'{t:g}' for t in measured) or 'none: no finished run'}."
+                }
+            )
         token = deployment_token_issue(deployment=deployment)
     return deployment, token
 

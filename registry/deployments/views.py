@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from kernel import live
+from kernel.spec import Plan
 from registry import charts
 from registry.deployments import selectors, services
 from registry.models import Deployment, Pair, Workload
@@ -25,6 +26,7 @@ from registry.selectors import submission_quota
 from registry.states import RunState
 
 DAYS = (1, 7, 30, 365)
+TEMPERATURES = ("0", *(f"{t:g}" for t in Plan().acceptance_temperatures))  # the form's choices: what a run measures
 
 
 @login_required
@@ -37,6 +39,7 @@ def deployments(request: HttpRequest) -> HttpResponse:
             deployment, token = services.deployment_create(
                 owner=request.user, name=request.POST.get("name", ""), pair=_pair(request.POST.get("pair")),
                 workload=_workload(request, request.POST.get("workload")),
+                temperature=_temperature(request.POST.get("temperature")),
             )  # fmt: skip
             return _detail(request, deployment, token)
         except ValidationError as refused:
@@ -45,9 +48,18 @@ def deployments(request: HttpRequest) -> HttpResponse:
         "rows": list(selectors.deployments_of(user=request.user)[:100]),
         "pairs": _certified_pairs()[:200],
         "workloads": Workload.objects.filter(owner_id=request.user.pk, deleted_at__isnull=True)[:100],
+        "temperatures": TEMPERATURES,
         "error": error,
     }
     return render(request, "registry/deployments.html", context, status=422 if error else 200)
+
+
+def _temperature(given: str | None) -> float:
+    if given is None or given == "":
+        return 0.0
+    if given not in TEMPERATURES:
+        raise ValidationError(f"Choose a temperature from the list ({', '.join(TEMPERATURES)}).")
+    return float(given)
 
 
 def _pair(given: str | None) -> Pair:

@@ -88,6 +88,7 @@ class RunFigures(TypedDict):
     precision: result.Precision | None
     acceptance: result.Acceptance | None
     best_k: list[result.BestKRow]
+    schedule: result.ServedSchedule | None
 
 
 def run_figures(run: CertificationRun) -> RunFigures:
@@ -103,6 +104,7 @@ def run_figures(run: CertificationRun) -> RunFigures:
         "precision": result.precision(document),
         "acceptance": result.acceptance(document),
         "best_k": result.best_k_rows(document),
+        "schedule": result.served_schedule(document),
     }
 
 

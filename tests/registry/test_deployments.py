@@ -56,7 +56,9 @@ def registered(owner: User, pair: Any) -> tuple[Deployment, str]:
     )
     assert answer.status_code == 201, answer.content
     body = answer.json()
-    assert body["certified"] == {"band": [3.2, 3.6], "k": 4, "engine_version": "0.32.0"} and body["state"] == ""
+    assert (
+        body["certified"] == {"band": [3.2, 3.6], "k": 4, "engine_version": "0.32.0", "temperature": 0.0} and body["state"] == ""
+    )
     return Deployment.objects.get(pk=body["id"]), body["ingest_token"]
 
 
@@ -330,7 +332,7 @@ def pointed(owner: User) -> tuple[Deployment, str]:
 def test_a_certified_run_without_an_interval_reads_no_band_never_below(pointed):
     deployment, token = pointed
     body = client_of(deployment.owner).get(f"/api/v1/deployments/{deployment.pk}/").json()
-    assert body["certified"] == {"band": None, "k": 4, "engine_version": "0.32.0"}
+    assert body["certified"] == {"band": None, "k": 4, "engine_version": "0.32.0", "temperature": 0.0}
     server = Server()
     assert push(deployment, token, server.serve(NOW - 300, 2000, 2.4, 80)).json()["state"] == ""  # no window yet
     for at, per_step in ((NOW - 240, 2.4), (NOW - 180, 2.4), (NOW - 120, 0.9), (NOW - 60, 0.9)):
@@ -399,3 +401,31 @@ def test_a_deployment_pinned_to_a_certificate_without_a_band_follows_the_new_run
     assert client_of(owner).post(f"/deployments/{deployment.pk}/recertify/").status_code == 302
     deployment.refresh_from_db()
     assert deployment.certificate is None
+
+
+def test_a_deployment_served_sampled_is_held_to_the_figure_certified_at_its_temperature(owner: User, pair: Any) -> None:
+    run = CertificationRun.objects.get(pair=pair)
+    assert run.result is not None
+    sampled = {"temperature": 0.7, "mean_acceptance_length": 2.9, "mean_acceptance_length_interval": [2.7, 3.1],
+               "per_position": [0.6], "per_position_interval": [[0.55, 0.65]], "drafts": 900}  # fmt: skip
+    run.result["stages"]["speculative"]["acceptance"]["by_temperature"] = [sampled]
+    run.save(update_fields=["result"])
+    client = client_of(owner)
+    answer = client.post("/api/v1/deployments/", {"name": "sampled", "pair": pair.pk, "temperature": 0.7},
+                         content_type="application/json")  # fmt: skip
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["certified"] == {"band": [2.7, 3.1], "k": 4, "engine_version": "0.32.0", "temperature": 0.7}
+    page = client.get(f"/deployments/{answer.json()['id']}/").content.decode()
+    assert "sampled at temperature 0.7 as it serves" in page
+
+
+def test_a_temperature_the_certified_run_did_not_measure_is_refused_and_nothing_is_registered(owner: User, pair: Any) -> None:
+    before = Deployment.objects.count()
+    answer = client_of(owner).post("/api/v1/deployments/", {"name": "hot", "pair": pair.pk, "temperature": 0.5},
+                                   content_type="application/json")  # fmt: skip
+    assert answer.status_code == 400, answer.content
+    assert "Temperature 0.5 was not measured for this pair's certified run; choose one of 0" in answer.content.decode()
+    assert Deployment.objects.count() == before
+    form = client_of(owner).post("/deployments/", {"name": "hot", "pair": pair.pk, "temperature": "0.55"})
+    assert form.status_code == 422 and "Choose a temperature from the list (0, 0.7, 1)" in form.content.decode()
+    assert Deployment.objects.count() == before

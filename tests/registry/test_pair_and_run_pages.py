@@ -353,6 +353,29 @@ def test_the_pair_page_names_the_best_k_per_level_predicted_and_measured_and_ser
     assert api[0]["predicted_speedup"] == 1.62 and api[0]["supports"] == "faster"
 
 
+def schedule_of(serve_it: bool) -> dict[str, Any]:
+    """A schedule served and timed: k=2 at batch 1, k=4 above; faster than the fixed k at c=1 when `serve_it`."""
+    levels = {c: {"speedup": 1.5, "speedup_interval": [1.45, 1.55], "honoured": True, "drafted_per_step": k,
+                  "drafting": "", "block_ratios": [1.5]} for c, k in (("1", 2.0), ("2", 3.2))}  # fmt: skip
+    why = "the schedule: measured faster than the fixed k=4 at c=1 and slower at none" if serve_it else (
+        "the fixed k=4 stays: the schedule was not measured faster than it at any level")  # fmt: skip
+    return {"ranges": [[1, 1, 2], [2, 1024, 4]], "levels": levels, "honoured": True, "finding": None,
+            "recipe": "vllm serve spechub-toy/schedule-line", "serve_it": serve_it, "why": why}  # fmt: skip
+
+
+@pytest.mark.parametrize("serve_it", [True, False])
+def test_the_pair_page_serves_the_measured_schedule_only_where_it_was_measured_better(serving_pair, serve_it):
+    pair, run = serving_pair
+    run.result["stages"]["throughput"]["choice_of_k"] = {**choice_of_k(run.result), "schedule": schedule_of(serve_it)}
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    served = re.search(r'<pre id="recipe"><code>([^<]+)</code>', page)
+    assert served and ("schedule-line" in served.group(1)) is serve_it
+    assert 'id="schedule"' in page and "batches 1\u20131 draft <strong>k=2</strong>" in page
+    assert ('id="recipe-schedule"' in page) is not serve_it  # shown apart only when it is not the command
+    assert ("not measured faster than it at any level" in page) is not serve_it
+
+
 def test_the_certificate_names_the_best_k_per_level_measured(serving_pair):
     from kernel.certificate_text import describe
     from kernel.certificates import Verified
@@ -368,3 +391,24 @@ def test_the_certificate_names_the_best_k_per_level_measured(serving_pair):
     }  # fmt: skip
     text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
     assert "best k: c=1 k=2 (1.58x [1.49, 1.67] measured); c=2 k=4 (1.30x" in text
+
+
+def test_the_pair_page_and_run_api_give_acceptance_by_temperature_and_the_recipe_says_its_figures_are_greedy(serving_pair):
+    from workers import metrics
+    from workers.engines.base import SpecCounters
+
+    pair, run = serving_pair
+    greedy = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 8
+    hot = [SpecCounters(drafts=12, draft_tokens=48, accepted=10, per_position=(6, 3, 1, 0))] * 8
+    acceptance = metrics.acceptance(sum(greedy, SpecCounters()), greedy)
+    acceptance["by_temperature"] = metrics.by_temperature({0.0: (sum(greedy, SpecCounters()), greedy),
+                                                           1.0: (sum(hot, SpecCounters()), hot)})  # fmt: skip
+    run.result["stages"]["speculative"]["acceptance"] = acceptance
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert 'id="acceptance-by-temperature"' in page and "by temperature (top_p 1" in page
+    assert "hold for greedy requests (temperature 0)" in page and "acceptance length reads 1.83 at 1.0" in page
+    assert '0.0 <small class="muted">greedy</small>' in page and '0.500 <span class="interval nowrap">[' in page
+    rows = Client().get(f"/api/v1/runs/{run.pk}/").json()["acceptance"]["by_temperature"]
+    assert [row["temperature"] for row in rows] == [0.0, 1.0]
+    assert "cumulative_per_position_interval" in rows[1] and "per_position" not in rows[1]

@@ -74,6 +74,14 @@ def assert_complete(run: CertificationRun) -> None:
         assert result.greedy_exact_match == 1.0  # fp32 greedy speculation matches the verifier alone
         assert result.speedup is not None and result.acceptance["counts"]["drafts"] > 0
         assert result.equivalence["reference_exact_match"] is not None
+    # Acceptance by temperature (issue 40 §3): the same prompts sampled at 0.7 and 1.0, from the same counters.
+    acceptance = stages["speculative"]["acceptance"]
+    temperatures = acceptance["by_temperature"]
+    assert [row["temperature"] for row in temperatures] == [0.0, 0.7, 1.0]
+    assert temperatures[0]["mean_acceptance_length"] == acceptance["mean_acceptance_length"]
+    for row in temperatures:
+        assert row["drafts"] > 0 and row["prompts"] == acceptance["prompts"] and len(row["mean_acceptance_length_interval"]) == 2
+        assert len(row["per_position_interval"]) == len(row["per_position"]) == run.pair.num_speculative_tokens
     throughput = stages["throughput"]
     assert set(throughput["levels"]) == {"1", "4"} and throughput["mode"] == "serving"  # the shared plan's levels
     for level in throughput["levels"].values():  # the plan's paired blocks, every figure from real streamed requests

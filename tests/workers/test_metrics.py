@@ -94,3 +94,19 @@ def test_acceptance_by_length_groups_each_prompts_own_counters_by_its_length():
     assert "mean_acceptance_length_interval" not in rows[3]  # 3 prompts: too few for one
     assert rows[1]["mean_acceptance_length"] is None and rows[1]["per_position"] == []  # no prompt that long
     assert rows[3]["per_position"] == pytest.approx([0.2, 0.0, 0.0, 0.0])
+
+
+def test_acceptance_by_temperature_lists_each_temperature_coolest_first_with_al_and_position_intervals():
+    greedy = [SpecCounters(drafts=10, draft_tokens=40, accepted=20 + i % 3, per_position=(8, 6, 4, 2 + i % 3)) for i in range(8)]
+    hot = [SpecCounters(drafts=12, draft_tokens=48, accepted=10, per_position=(6, 3, 1, 0))] * 8
+    rows = metrics.by_temperature({1.0: (sum(hot, SpecCounters()), hot), 0.0: (sum(greedy, SpecCounters()), greedy)})
+    assert [row["temperature"] for row in rows] == [0.0, 1.0]
+    assert rows[1]["mean_acceptance_length"] == pytest.approx(1 + 80 / 96) and rows[1]["drafts"] == 96
+    assert (rows[0]["mean_acceptance_length"] or 0) > (rows[1]["mean_acceptance_length"] or 0)
+    assert rows[0]["prompts"] == 8 and len(rows[0]["mean_acceptance_length_interval"]) == 2
+    for row in rows:  # Wilson's interval holds each cumulative rate, within [0, 1]
+        for rate, (low, high) in zip(row["per_position"], row["per_position_interval"], strict=True):
+            assert 0 <= low <= rate <= high <= 1
+    assert rows[1]["per_position_interval"][3][0] == 0.0 and rows[1]["per_position_interval"][3][1] > 0  # none seen, yet not 0
+    alone = metrics.by_temperature({0.7: (sum(hot, SpecCounters()), None)})  # no per-prompt counts: no AL interval
+    assert "mean_acceptance_length_interval" not in alone[0] and "prompts" not in alone[0]
