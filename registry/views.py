@@ -74,6 +74,8 @@ def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = pair_page(pair=get_object_or_404(Pair.objects.select_related("verifier", "draft"), pk=pk))
     page.update(_pair_charts(page))
     page["environment_json"] = json.dumps(page["environment"], indent=2, sort_keys=True)
+    # Sampled acceptance rests on the engine's speculative sampling: its own test's outcome is shown beside it.
+    page["sampling_judged"] = next((row for row in page["properties"] if row["title"] == "sampling equivalence"), None)
     page["temperature_rows"] = [  # each position's rate beside its interval, for the table's cells
         {**row, "positions": list(zip(row["per_position"], row["per_position_interval"], strict=True))}
         for row in page["acceptance"].get("by_temperature", [])
