@@ -119,8 +119,10 @@ def _results(results: object) -> list[str]:
     return [
         _section("acceptance figures", speculative.get("acceptance"), _acceptance),
         _section("equivalence figures", found.get("equivalence"), _equivalence),
+        *_temperatures(_object(speculative.get("acceptance")).get("by_temperature")),
         _section("throughput figures", found.get("throughput"), _speedups),
         *_best_k(found.get("throughput")),
+        *_schedule(_object(_object(found.get("throughput")).get("choice_of_k")).get("schedule")),
     ]
 
 
@@ -191,3 +193,32 @@ def _best_k_row(row: BestKRow) -> str:
     if speedup is None or len(interval) != 2:
         return f"{level} (predicted only)"
     return f"{level} ({_figure(speedup, unit='x')} [{_figure(interval[0])}, {_figure(interval[1])}] measured)"
+
+
+def _temperatures(rows: object) -> list[str]:
+    """AL at each temperature measured, with its interval where it has one."""
+    if rows is None:
+        return []
+    if not isinstance(rows, list):
+        return [f"  acceptance by temperature: {_unreadable(rows)}"]
+    shown = []
+    for row in map(_object, rows):
+        interval = row.get("mean_acceptance_length_interval")
+        bounds = f" [{_figure(interval[0])}, {_figure(interval[1])}]" if isinstance(interval, list) and len(interval) == 2 else ""
+        shown.append(f"{_figure(row.get('temperature'), 1)} {_figure(row.get('mean_acceptance_length'))}{bounds}")
+    return [f"  acceptance by temperature: {'; '.join(shown)}"] if shown else []
+
+
+def _schedule(served: object) -> list[str]:
+    """The batch-size schedule served: its ranges, each level's speedup, whether honoured, and whether to serve it."""
+    if served is None:
+        return []
+    found = _object(served)
+    ranges = found.get("ranges")
+    if not isinstance(ranges, list) or not all(isinstance(r, list) and len(r) == 3 for r in ranges):
+        return [f"  batch-size schedule: {_unreadable(served)}"]
+    told = ", ".join(f"batches {_shown(r[0])}-{_shown(r[1])} k={_shown(r[2])}" for r in ranges)
+    levels = _object(found.get("levels"))
+    timed = "; ".join(f"c={_shown(level)} {_speedup(_object(levels[level]))}" for level in sorted(levels, key=_level_order))
+    honoured = "honoured" if found.get("honoured") is True else f"NOT honoured ({_shown(found.get('finding'))})"
+    return [f"  batch-size schedule: {told}; {timed}; {honoured}; {_shown(found.get('why'))}"]

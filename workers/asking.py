@@ -121,7 +121,8 @@ REQUEST_CLASSES: dict[str, dict[str, Any]] = {
 
 
 # The constraints users send with speculation, each through the engine's default structured-output backend; an
-# output must satisfy its own. Short enough to finish within STRUCTURED_TOKENS on the toy tokenizer.
+# output must satisfy its own. The choice and the regex finish within STRUCTURED_TOKENS on the toy zoo; its verifier
+# pads a JSON object with whitespace past them, and an output cut at the limit is not judged.
 CHOICES = ["yes", "no", "maybe"]
 PATTERN = r"[0-9]{3}-[a-z]{2,4}"
 ANSWER = {"type": "object", "properties": {"answer": {"enum": CHOICES}}, "required": ["answer"],

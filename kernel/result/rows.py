@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, cast
 
-from kernel.result.read import acceptance, engine_build, speedups, throughput, verdict
+from kernel.result.read import acceptance, engine_build, served_schedule, speedups, throughput, verdict
 from kernel.result.schema import (
     BELOW_MARGIN,
     FASTER,
@@ -236,7 +236,23 @@ def summary(document: ResultDocument | None) -> Summary | None:
         "faster_up_to": faster,
         "slower_from": slower,
         "engine_build": engine_build(document),
+        "serve": serve_command(document),
     }
+
+
+def serve_command(document: ResultDocument | None) -> str | None:
+    """The command the pair page tells people to run, as measured: the batch-size schedule where it was measured
+    better than the fixed k, else the best k at the lowest level, else the published pair's own line."""
+    measured, scheduled = throughput(document), served_schedule(document)
+    if measured is None:
+        return None
+    if scheduled and scheduled["serve_it"]:
+        return scheduled["recipe"]
+    rows = best_k_of(measured)
+    if rows and rows[0]["recipe"]:
+        return rows[0]["recipe"]
+    servers = measured.get("servers")
+    return servers["speculative_recipe"] if servers else None
 
 
 class BestKRow(TypedDict):

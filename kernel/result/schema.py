@@ -350,6 +350,7 @@ class Summary(TypedDict):
     faster_up_to: int | None  # break_even_bounds: the fixed sequence upward from c=1
     slower_from: int | None
     engine_build: str
+    serve: str | None  # the `vllm serve` line a reader is told to run (rows.serve_command)
 
 
 class CertifiedAcceptance(TypedDict):

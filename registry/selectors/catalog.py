@@ -98,7 +98,8 @@ def recommendations(*, verifier: str, hardware: str, concurrency: int, workload:
 
 
 def _verdict(summary: RunSummary) -> dict[str, Any]:
-    return {"verdict": summary["verdict"], "run": summary["run"], "mean_acceptance_length": summary["mean_acceptance_length"]}
+    return {"verdict": summary["verdict"], "run": summary["run"], "mean_acceptance_length": summary["mean_acceptance_length"],
+            "serve": summary["serve"]}  # fmt: skip
 
 
 EXPORT_COLUMNS = [

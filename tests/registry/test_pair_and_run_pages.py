@@ -393,6 +393,30 @@ def test_the_certificate_names_the_best_k_per_level_measured(serving_pair):
     assert "best k: c=1 k=2 (1.58x [1.49, 1.67] measured); c=2 k=4 (1.30x" in text
 
 
+def test_the_certificate_names_acceptance_by_temperature_and_the_schedule_served(serving_pair):
+    from kernel.certificate_text import describe
+    from kernel.certificates import Verified
+
+    _, run = serving_pair
+    document = run.result
+    document["stages"]["throughput"]["choice_of_k"] = {**choice_of_k(document), "schedule": schedule_of(True)}
+    sampled = [{"temperature": 0.0, "mean_acceptance_length": 3.2, "mean_acceptance_length_interval": [3.0, 3.4]},
+               {"temperature": 0.7, "mean_acceptance_length": 2.6}]  # fmt: skip
+    payload = {
+        "expires_at": "2030-01-01T00:00:00+00:00", "issued_at": "2026-12-03T00:00:00+00:00", "verdict": "certified",
+        "reproduce": "spechub reproduce", "inputs": {"draft": None, "method": "eagle3", "num_speculative_tokens": 4},
+        "results": {"throughput": document["stages"]["throughput"],
+                    "speculative": {"acceptance": {"mean_acceptance_length": 3.2, "by_temperature": sampled}}},
+    }  # fmt: skip
+    text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
+    assert "acceptance by temperature: 0.0 3.20 [3.00, 3.40]; 0.7 2.60" in text
+    assert "batch-size schedule: batches 1-1 k=2, batches 2-1024 k=4; c=1 1.50x [1.45, 1.55]; c=2 1.50x" in text
+    assert "honoured; the schedule: measured faster than the fixed k=4 at c=1 and slower at none" in text
+    payload["results"]["throughput"]["choice_of_k"]["schedule"] = {"ranges": "hostile"}  # type: ignore[index]
+    text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
+    assert "batch-size schedule: unreadable" in text
+
+
 def test_the_pair_page_and_run_api_give_acceptance_by_temperature_and_the_recipe_says_its_figures_are_greedy(serving_pair):
     from workers import metrics
     from workers.engines.base import SpecCounters
