@@ -182,6 +182,7 @@ def _candidate_json(candidate: dict[str, Any]) -> dict[str, Any]:
         "equivalent": candidate["equivalent"],
         "at_concurrency": candidate["at"],
         "public_suite": suite,
+        "serve": candidate["serve"],
     }
 
 

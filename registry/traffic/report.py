@@ -30,6 +30,7 @@ class Candidate(TypedDict):
     at: AtConcurrency | None
     margin: float  # the practical margin its run was judged by: "faster" needs the interval wholly above it
     public: dict[str, Any] | None
+    serve: str | None  # the command measured on this traffic: its batch-size schedule where that was measured better
 
 
 def workload_report(*, workload: Workload, concurrency: int, hardware: str | None = None) -> dict[str, Any]:
@@ -74,6 +75,7 @@ def _candidate(run: CertificationRun, concurrency: int) -> Candidate:
         "at": at_concurrency(speed, concurrency),
         "margin": result.margin_of(document),
         "public": _public_figures(run.pair, run.hardware),
+        "serve": result.serve_command(document),
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernel import schedule
 from kernel.schedule import AtLevel, Range
 
@@ -21,3 +23,19 @@ def test_one_k_everywhere_is_the_fixed_command_and_the_config_keeps_the_runs_k_a
     assert config["num_speculative_tokens"] == 4
     assert config["num_speculative_tokens_per_batch_size"] == [[1, 3, 4], [4, schedule.MAX_BATCH, 1]]
     assert schedule.compose([]) == [] and schedule.k_at([], 3) == 0
+
+
+def test_the_command_to_serve_is_the_schedule_only_where_it_was_measured_better():
+    from kernel import result
+
+    def document(serve_it: bool | None) -> Any:
+        throughput: dict[str, Any] = {"levels": {}, "servers": {"speculative_recipe": "vllm serve fixed-k"}}
+        if serve_it is not None:
+            served = {"serve_it": serve_it, "recipe": "vllm serve schedule", "ranges": [[1, 1024, 2]], "levels": {}}
+            throughput["choice_of_k"] = {"run_k": 4, "levels": {}, "recipes": {}, "schedule": served}
+        return {"schema_version": 3, "stages": {"throughput": throughput}}
+
+    assert result.serve_command(document(True)) == "vllm serve schedule"
+    assert result.serve_command(document(False)) == "vllm serve fixed-k"
+    assert result.serve_command(document(None)) == "vllm serve fixed-k"
+    assert result.serve_command({"schema_version": 3, "stages": {}}) is None  # type: ignore[arg-type]

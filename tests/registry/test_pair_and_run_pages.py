@@ -428,7 +428,7 @@ def test_the_pair_page_and_run_api_give_acceptance_by_temperature_and_the_recipe
     acceptance["by_temperature"] = metrics.by_temperature({0.0: (sum(greedy, SpecCounters()), greedy),
                                                            1.0: (sum(hot, SpecCounters()), hot)})  # fmt: skip
     run.result["stages"]["speculative"]["acceptance"] = acceptance
-    judged = {"outcome": "measured", "fault": None, "reason": "", "evidence": {}}
+    judged: dict[str, Any] = {"outcome": "measured", "fault": None, "reason": "", "evidence": {}}
     untested = {**judged, "outcome": "not judgeable", "fault": "engine", "reason": "the build failed its own control."}
     run.result["stages"]["verdict"]["properties"] = {"acceptance": judged, "greedy": judged, "sampling": untested,
                                                      "speed": judged}  # fmt: skip
