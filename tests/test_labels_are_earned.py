@@ -26,6 +26,7 @@ PYTHON = {
     ("kernel/result/schema.py", "<module>"): "FASTER and BELOW_MARGIN: result.speed_label, against the practical margin",
     ("kernel/traffic/formats.py", "_bounded_lines"): "an upload's line 'passes' a size check",
     ("kernel/verdict.py", "<module>"): "GOOD: the outcomes a verdict reads as good",
+    ("workers/served_schedule.py", "judged"): "'faster than the fixed k': its interval wholly above the fixed k's, tested",
     ("kernel/verdict.py", "_consistent"): "sampling pass: no rejection, with power over the bins used (dof >= 1)",
     ("kernel/verdict.py", "greedy"): "greedy pass: every prompt's output equal",
     ("kernel/verdict.py", "sampling"): "sampling pass only through _consistent",
@@ -58,6 +59,7 @@ TEMPLATES = {
     ("registry/imports.html", "a pair that passes is listed"): "the gate's verdict",
     ("registry/pair.html", "must sample exactly as the verifier"): "prose: what the self-draft control requires",
     ("registry/pair.html", "measurably faster up to"): "break_even_bounds: speed_label's margin, in sequence",
+    ("registry/pair.html", 'sampling_judged.outcome != "pass"'): "the run's own sampling verdict, shown where it did not pass",
     ("registry/pair.html", "faster upward from the lowest"): "prose: the fixed sequence",
     ("registry/workload.html", "faster up to c="): "break_even_bounds: speed_label's margin, in sequence",
 }
