@@ -22,7 +22,7 @@ from registry.services.runs import run_claim, run_create, run_finish
 from registry.states import RunState
 from tests.browser.conftest import watch_csp
 from tests.registry.test_catalog_filters import finish
-from tests.registry.test_pair_and_run_pages import choice_of_k
+from tests.registry.test_pair_and_run_pages import choice_of_k, schedule_of
 from tests.registry.test_pair_and_run_pages import serving_document as pair_page_document
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT
@@ -182,6 +182,10 @@ def measured_stages() -> dict[str, Any]:
     prompts = [SpecCounters(10, 40, 24, (8, 7, 5, 4))] * 28 + [SpecCounters(10, 40, 9, (5, 2, 1, 1))] * 3
     acceptance = stages["speculative"]["acceptance"]
     acceptance["by_length"] = metrics.by_length([20] * 28 + [99, 197, 421], prompts, metrics.length_buckets(512, 32))
+    sampled = [SpecCounters(12, 48, 14, (8, 4, 2, 0))] * 31  # acceptance by temperature: lower when sampled
+    acceptance["by_temperature"] = metrics.by_temperature({0.0: (sum(prompts, SpecCounters()), prompts),
+                                                           0.7: (sum(sampled, SpecCounters()), sampled)})  # fmt: skip
+    stages["throughput"]["choice_of_k"]["schedule"] = schedule_of(True)  # the batch-size schedule, served
     return stages
 
 

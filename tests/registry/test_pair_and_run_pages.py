@@ -429,13 +429,13 @@ def test_the_pair_page_and_run_api_give_acceptance_by_temperature_and_the_recipe
                                                            1.0: (sum(hot, SpecCounters()), hot)})  # fmt: skip
     run.result["stages"]["speculative"]["acceptance"] = acceptance
     judged: dict[str, Any] = {"outcome": "measured", "fault": None, "reason": "", "evidence": {}}
-    untested = {**judged, "outcome": "not judgeable", "fault": "engine", "reason": "the build failed its own control."}
+    untested = {**judged, "outcome": "not judgeable", "fault": "engine", "reason": "the build failed its own control"}
     run.result["stages"]["verdict"]["properties"] = {"acceptance": judged, "greedy": judged, "sampling": untested,
                                                      "speed": judged}  # fmt: skip
     run.save(update_fields=["result"])
     page = Client().get(f"/pairs/{pair.pk}/").content.decode()
     assert 'id="acceptance-by-temperature"' in page and "by temperature (top_p 1" in page
-    assert "its sampling test on this run did not pass: the build failed its own control." in page
+    assert "its sampling test on this run did not pass (the build failed its own control)." in page
     assert "hold for greedy requests (temperature 0)" in page and "acceptance length reads 1.83 at 1.0" in page
     assert '0.0 <small class="muted">greedy</small>' in page and '0.500 <span class="interval nowrap">[' in page
     rows = Client().get(f"/api/v1/runs/{run.pk}/").json()["acceptance"]["by_temperature"]
