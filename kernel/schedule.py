@@ -47,11 +47,6 @@ def k_at(ranges: Sequence[Range], batch: int) -> int:
     return next((r.k for r in ranges if r.start <= batch <= r.end), ranges[-1].k if ranges else 0)
 
 
-def is_fixed(ranges: Sequence[Range], k: int) -> bool:
-    """Whether the schedule is the fixed k everywhere: nothing to serve beyond the run's own command."""
-    return all(r.k == k for r in ranges)
-
-
 def speculative_config(config: dict[str, object], ranges: Sequence[Range]) -> dict[str, object]:
     """The pair's speculative config with the schedule: vLLM caps each range's k at num_speculative_tokens, which
     stays the run's k unless a range asks for more."""

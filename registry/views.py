@@ -77,7 +77,7 @@ def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
     # Sampled acceptance rests on the engine's speculative sampling: its own test's outcome is shown beside it.
     page["sampling_judged"] = next((row for row in page["properties"] if row["title"] == "sampling equivalence"), None)
     page["temperature_rows"] = [  # each position's rate beside its interval, for the table's cells
-        {**row, "positions": list(zip(row["per_position"], row["per_position_interval"], strict=True))}
+        {**row, "positions": list(zip(row["per_position"], row["per_position_interval"], strict=False))}
         for row in page["acceptance"].get("by_temperature", [])
     ]
     return render(request, "registry/pair.html", page)

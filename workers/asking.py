@@ -197,17 +197,22 @@ def _follows(outputs: Outputs, plain: Outputs) -> bool:
 
 
 def _constraint(name: str, base: list[Choice], spec: list[Choice]) -> tuple[bool, str]:
-    """Whether any of the pair's outputs breaks the constraint, and a sentence on it: whether the verifier alone's did
-    too (then the backend's doing, not the draft's). An output cut at the token limit is not judged."""
-    judged = [(i, b, s) for i, (b, s) in enumerate(zip(base, spec, strict=True)) if s.finish_reason != "length"]
-    broken = [(i, b) for i, b, s in judged if not satisfies(name, s.text)]
+    """Whether the pair broke the constraint where the verifier alone met it (the draft's doing, through the engine),
+    and a sentence on it; where both break it, it is the backend's, not the draft's. Outputs cut at the token limit on
+    either side are not judged."""
+    judged = [
+        (i, b, s) for i, (b, s) in enumerate(zip(base, spec, strict=True)) if "length" not in (b.finish_reason, s.finish_reason)
+    ]
     cut = f"{len(spec) - len(judged)} cut at {STRUCTURED_TOKENS} tokens, not judged"
-    if not broken:
-        return False, f"the constraint met by {len(judged)} of {len(spec)} outputs with speculation ({cut})"
-    request, alone = broken[0]
-    also = "as does the verifier alone's" if not satisfies(name, alone.text) else "while the verifier alone's meets it"
-    return True, (f"{len(broken)} of {len(spec)} outputs with speculation break the constraint ({cut}), the first at "
-                  f"request {request} ({spec[request].text[:100]!r}), {also}")  # fmt: skip
+    pair = [i for i, b, s in judged if not satisfies(name, s.text) and satisfies(name, b.text)]
+    both = [i for i, b, s in judged if not satisfies(name, s.text) and not satisfies(name, b.text)]
+    if pair:
+        return True, (f"{len(pair)} of {len(spec)} outputs with speculation break the constraint where the verifier "
+                      f"alone's meets it, the first at request {pair[0]} ({spec[pair[0]].text[:100]!r}); {cut}")  # fmt: skip
+    if both:
+        return False, (f"{len(both)} of {len(spec)} outputs break the constraint with speculation and without it: the "
+                       f"backend's, not the draft's; {cut}")  # fmt: skip
+    return False, f"the constraint met by {len(judged)} of {len(spec)} outputs with speculation ({cut})"
 
 
 def switch_feature(fields: Sequence[str]) -> Feature:

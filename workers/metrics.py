@@ -102,7 +102,9 @@ def by_temperature(runs: Mapping[float, tuple[SpecCounters, Sequence[SpecCounter
             "temperature": temperature,
             "mean_acceptance_length": figures["mean_acceptance_length"],
             "per_position": figures["per_position"],
-            "per_position_interval": [list(rate_interval(n, counters.drafts) or (0.0, 1.0)) for n in counters.per_position],
+            "per_position_interval": [list(rate_interval(n, counters.drafts) or (0.0, 1.0)) for n in counters.per_position]
+            if counters.drafts
+            else [],  # no drafting step: no rate, as per_position has none
             "drafts": counters.drafts,
         }
         for key in ("mean_acceptance_length_interval", "prompts", "prompts_effective"):

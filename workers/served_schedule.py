@@ -24,13 +24,17 @@ SLACK = 0.02  # the tokens per step vLLM trims near a request's end
 
 
 def composed(levels: Mapping[str, result.Level], chosen: Mapping[str, result.BestK], run_k: int) -> list[Range]:
-    """The schedule from each level's best k, k = 0 where the pair is measurably slower at it."""
+    """The schedule from the k measured best at each level (the predicted best, or the run's where that measured
+    faster), k = 0 where even that is measurably slower; empty where it would be one k everywhere, which the run
+    measured already."""
     at = []
     for level, best in chosen.items():
-        timed = best.get("measured") if best["best_k"] != run_k else levels.get(level)
-        slower = speed_label(timed["speedup_interval"] if timed else None) == SLOWER
-        at.append(AtLevel(int(level), best["best_k"], slower))
-    return schedule.compose(at)
+        timed = {run_k: levels.get(level), best["best_k"]: best.get("measured") or levels.get(level)}
+        k, figures = max(((k, f) for k, f in timed.items() if f), key=lambda kf: kf[1]["speedup"], default=(run_k, None))
+        slower = speed_label(figures["speedup_interval"] if figures else None) == SLOWER
+        at.append(AtLevel(int(level), k, slower))
+    ranges = schedule.compose(at)
+    return ranges if len({r.k for r in ranges}) > 1 else []
 
 
 def serve(
@@ -76,6 +80,13 @@ def honoured_at(ranges: list[Range], concurrency: int, counted: SpecCounters) ->
     told = f"{counted.drafts} drafting steps, {per_step:.2f} tokens a step, where the schedule says k "
     told += f"{'/'.join(map(str, sorted(ks)))} for batches 1-{concurrency}"
     return {"honoured": ok, "drafted_per_step": round(per_step, 3), "drafting": told}
+
+
+def not_served(ranges: list[Range], run_k: int, recipe: str, error: str) -> result.ServedSchedule:
+    """The schedule the engine would not start with: a finding of the build, and the fixed k stays."""
+    return {"ranges": [list(r) for r in ranges], "levels": {}, "honoured": False, "recipe": recipe, "serve_it": False,
+            "finding": f"schedule not served: the engine would not start with it ({error})",
+            "why": f"the fixed k={run_k} stays: the engine would not start with the schedule"}  # fmt: skip
 
 
 def judged(served: result.ServedSchedule, fixed: Mapping[str, result.Level], run_k: int) -> tuple[bool, str]:

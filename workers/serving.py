@@ -133,6 +133,7 @@ class Exited(InfraError):
             "serve:start-failed", f"{server.name} exited ({server.process.returncode}): {cause}\n{server.log_tail()}"
         )
         self.server = server.name
+        self.returncode = server.process.returncode  # negative: killed by a signal (memory, a stop), not a refusal
 
 
 def _free_port() -> int:

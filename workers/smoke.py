@@ -118,17 +118,17 @@ def refused_before(spec: RunSpec, features: Sequence[str] | None) -> dict[str, F
     for feature in chosen(features):
         stored = baselines.load(baselines.refusal_key(spec, ENGINE_FEATURES[feature]))
         if isinstance(stored, dict) and isinstance(stored.get("error"), str):
-            found[feature] = {"feature": feature, "outcome": "not-supported", "error": stored["error"],
+            found[feature] = {"feature": feature, "outcome": "not-supported", "error": stored["error"], "refused_at_start": True,
                               "detail": "not supported on this build: the verifier alone would not start with it, found "
                                         "on an earlier run with this verifier, build, hardware and conditions"}  # fmt: skip
     return found
 
 
 def remember_refusals(spec: RunSpec, grid: Sequence[Feature], known: Mapping[str, Feature]) -> None:
-    """Keep each engine feature the verifier alone refused in this run, with the engine's message."""
+    """Keep each engine feature the verifier alone refused at its start in this run, with the engine's message."""
     for feature in grid:
         name = feature["feature"]
-        if name in ENGINE_FEATURES and name not in known and feature["outcome"] == "not-supported" and "error" in feature:
+        if name in ENGINE_FEATURES and name not in known and feature.get("refused_at_start") and "error" in feature:
             baselines.store(baselines.refusal_key(spec, ENGINE_FEATURES[name]), {"error": feature["error"]})
 
 
@@ -165,9 +165,14 @@ def engine_features(
     return [f for part in (features[:half], features[half:]) for f in engine_features(engine, configs, model, prompts, part)]
 
 
-def _not_supported(name: str, message: str) -> Feature:
-    return {"feature": name, "outcome": "not-supported", "error": serving.engine_error(message),
-            "detail": "not supported on this build: the verifier alone will not start with it either"}  # fmt: skip
+def _not_supported(name: str, failed: InfraError) -> Feature:
+    """The verifier alone would not start with the flags either: the build's. Kept for later runs only where it exited
+    with an error of its own, not where it timed out or was killed."""
+    found: Feature = {"feature": name, "outcome": "not-supported", "error": serving.engine_error(failed.message),
+                      "detail": "not supported on this build: the verifier alone will not start with it either"}  # fmt: skip
+    if isinstance(failed, serving.Exited) and (failed.returncode or 0) > 0:
+        found["refused_at_start"] = True
+    return found
 
 
 def chosen(names: Sequence[str] | None) -> list[str]:
@@ -202,7 +207,7 @@ def _served_with(
             return {"feature": name, "outcome": "fails", "error": serving.engine_error(failed.message),
                     "detail": "the pair did not start with these features together"}  # fmt: skip
         if isinstance(failed, serving.Exited) and failed.server == "baseline":  # the verifier alone, with these flags
-            return _not_supported(name, failed.message)
+            return _not_supported(name, failed)
         return _start_failure(engine, with_flags["baseline"], name, failed.message)
 
 
@@ -212,7 +217,7 @@ def _start_failure(engine: Engine, baseline: EngineConfig, name: str, message: s
         with serving.servers(engine, {"baseline": baseline}):
             pass
     except InfraError as alone:
-        return _not_supported(name, alone.message)
+        return _not_supported(name, alone)
     return {"feature": name, "outcome": "fails", "error": serving.engine_error(message),
             "detail": "the verifier alone starts with it; with speculation the server does not"}  # fmt: skip
 

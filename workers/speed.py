@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 
 from kernel import result, schedule
-from kernel.errors import UserError
+from kernel.errors import InfraError, UserError
 from kernel.formats import serve_arguments, serve_line
 from kernel.schedule import Range
 from kernel.spec import Plan
@@ -175,7 +175,7 @@ def which_k(
     choice: result.ChoiceOfK = {"run_k": run_k, "verifier_seconds_per_token": per_token, "prefill": prefill,
                                 "levels": chosen, "recipes": recipes}  # fmt: skip
     ranges = scheduled.composed(levels, chosen, run_k)
-    if ranges and not schedule.is_fixed(ranges, run_k):
+    if ranges:
         choice["schedule"] = _schedule(bench, running, model, levels, ranges)
     return choice
 
@@ -192,8 +192,13 @@ def _schedule(
     def timed(pair: Mapping[str, serving.Server], concurrency: int) -> result.Level:
         return _level(bench, pair, model, concurrency)[0]
 
-    figures = scheduled.serve(engine, bench.config(speculative=True), ranges, running["baseline"],
-                              list(bench.spec.plan.concurrency), timed)  # fmt: skip
+    try:
+        figures = scheduled.serve(engine, bench.config(speculative=True), ranges, running["baseline"],
+                                  list(bench.spec.plan.concurrency), timed)  # fmt: skip
+    except InfraError as failed:
+        if failed.code != "serve:start-failed":
+            raise
+        return scheduled.not_served(ranges, run_k, recipe(bench, run_k, ranges), serving.engine_error(failed.message))
     return scheduled.outcome(ranges, figures, levels, run_k, recipe(bench, run_k, ranges))
 
 

@@ -223,6 +223,7 @@ class SmokeFeature(TypedDict):
     detail: str
     divergence: NotRequired[dict[str, int]]  # the first diverging request and token
     error: NotRequired[str]  # the engine's own message
+    refused_at_start: NotRequired[bool]  # the verifier alone exited at its start with it: the build's, kept for later runs
 
 
 class Smoke(TypedDict):

@@ -14,11 +14,10 @@ def test_ranges_run_between_the_levels_from_batch_1_and_a_slower_level_drafts_no
     assert [schedule.k_at(ranges, b) for b in (1, 2, 3, 4, 7, 9)] == [3, 2, 2, 0, 0, 0]
 
 
-def test_one_k_everywhere_is_the_fixed_command_and_the_config_keeps_the_runs_k_as_its_cap():
+def test_one_k_everywhere_is_one_range_and_the_config_keeps_the_runs_k_as_its_cap():
     fixed = schedule.compose([AtLevel(1, 4, False), AtLevel(4, 4, False)])
-    assert fixed == [Range(1, schedule.MAX_BATCH, 4)] and schedule.is_fixed(fixed, 4)
+    assert fixed == [Range(1, schedule.MAX_BATCH, 4)]
     mixed = schedule.compose([AtLevel(1, 4, False), AtLevel(4, 1, False)])
-    assert not schedule.is_fixed(mixed, 4)
     config = schedule.speculative_config({"method": "draft_model", "num_speculative_tokens": 4}, mixed)
     assert config["num_speculative_tokens"] == 4
     assert config["num_speculative_tokens_per_batch_size"] == [[1, 3, 4], [4, schedule.MAX_BATCH, 1]]

@@ -110,3 +110,9 @@ def test_acceptance_by_temperature_lists_each_temperature_coolest_first_with_al_
     assert rows[1]["per_position_interval"][3][0] == 0.0 and rows[1]["per_position_interval"][3][1] > 0  # none seen, yet not 0
     alone = metrics.by_temperature({0.7: (sum(hot, SpecCounters()), None)})  # no per-prompt counts: no AL interval
     assert "mean_acceptance_length_interval" not in alone[0] and "prompts" not in alone[0]
+
+
+def test_a_temperature_that_drafted_nothing_has_no_rates_and_no_position_intervals():
+    silent = [SpecCounters(drafts=0, draft_tokens=0, accepted=0, per_position=(0, 0, 0, 0))] * 8
+    (row,) = metrics.by_temperature({0.7: (sum(silent, SpecCounters(per_position=(0, 0, 0, 0))), silent)})
+    assert row["mean_acceptance_length"] is None and row["per_position"] == [] and row["per_position_interval"] == []

@@ -39,3 +39,19 @@ def test_the_schedule_is_served_only_when_faster_than_the_fixed_k_somewhere_and_
     served = served_schedule.outcome(RANGES, ignored, fixed, 4, "")  # type: ignore[arg-type]
     assert not served["serve_it"] and served["finding"] == "schedule not honoured: c=1: 4.00 tokens a step"
     assert "does not honour the schedule" in served["why"]
+
+
+def test_each_level_takes_the_k_measured_best_there_and_one_k_everywhere_serves_no_schedule_constructed():
+    run = {"1": level(1.6, 1.9), "4": level(0.7, 0.8)}
+    chosen = {"1": {"best_k": 2, "measured": level(1.2, 1.4)}, "4": {"best_k": 1, "measured": level(1.05, 1.2)}}
+    ranges = served_schedule.composed(run, chosen, 4)  # type: ignore[arg-type]
+    assert ranges == [Range(1, 3, 4), Range(4, MAX_BATCH, 1)]  # k = 4 measured faster at c=1 than the predicted 2
+    slower = {"1": {"best_k": 4}, "4": {"best_k": 4}}  # the run's k best everywhere, slower at c=4: k = 0 there
+    assert served_schedule.composed(run, slower, 4) == [Range(1, 3, 4), Range(4, MAX_BATCH, 0)]  # type: ignore[arg-type]
+    faster = {"1": level(1.6, 1.9), "4": level(1.1, 1.3)}
+    assert served_schedule.composed(faster, slower, 4) == []  # type: ignore[arg-type]  # k = 4 everywhere: measured
+
+
+def test_a_schedule_the_engine_will_not_start_with_is_its_finding_and_the_fixed_k_stays_constructed():
+    found = served_schedule.not_served(RANGES, 4, "vllm serve ...", "ValueError: ranges must be sorted")
+    assert not found["serve_it"] and not found["honoured"] and "ValueError: ranges must be sorted" in str(found["finding"])

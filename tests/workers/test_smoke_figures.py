@@ -144,8 +144,9 @@ def test_a_structured_class_whose_output_breaks_its_constraint_with_speculation_
     found = grid(monkeypatch, Served(drafts_with_parameters=True, pair_follows_parameters=True, pair_breaks_constraints=True))
     for name in asking.STRUCTURED:
         assert found[name]["outcome"] == "constraint broken", found[name]
-        assert "2 of 2 outputs with speculation break the constraint" in str(found[name]["detail"])
-        assert "while the verifier alone's meets it" in str(found[name]["detail"])
+        assert "2 of 2 outputs with speculation break the constraint where the verifier alone's meets it" in str(
+            found[name]["detail"]
+        )
     kept = grid(monkeypatch, Served(drafts_with_parameters=True, pair_follows_parameters=True))
     assert {kept[name]["outcome"] for name in asking.STRUCTURED} == {"equal"}
     assert "the constraint met by 2 of 2 outputs with speculation (0 cut" in str(kept["structured output: regex"]["detail"])
@@ -193,8 +194,12 @@ def test_a_refusal_of_the_build_is_learned_once_and_the_next_run_starts_no_serve
 
     def engine_features(engine, configs, model, prompts, features, spawned=None):
         served.extend(features)
-        return [{"feature": f, "outcome": "not-supported" if "fp8" in f else "equal", "detail": "", "error": "no fp8 here"}
-                for f in features]  # fmt: skip
+        found = [{"feature": f, "outcome": "not-supported" if "fp8" in f else "equal", "detail": "", "error": "no fp8 here"}
+                 for f in features]  # fmt: skip
+        for feature in found:  # fp8: the verifier alone exited; chunked prefill: it timed out, which is not learned
+            feature.update({"refused_at_start": True} if "fp8" in feature["feature"] else {})
+            feature.update({"outcome": "not-supported"} if "chunked" in feature["feature"] else {})
+        return found
 
     monkeypatch.setattr(smoke, "engine_features", engine_features)
     assert smoke.refused_before(spec, None) == {}
@@ -206,7 +211,7 @@ def test_a_refusal_of_the_build_is_learned_once_and_the_next_run_starts_no_serve
     second = smoke.tier(None, {}, "m", [], [], None, None, known)  # type: ignore[arg-type]
     assert served == ["prefix caching off", "chunked prefill"]  # the refused feature starts no server again
     assert [(f["feature"], f["outcome"]) for f in second["features"]] == [
-        ("prefix caching off", "equal"), ("chunked prefill", "equal"), ("fp8 KV cache", "not-supported"),
+        ("prefix caching off", "equal"), ("chunked prefill", "not-supported"), ("fp8 KV cache", "not-supported"),
     ]  # fmt: skip
     assert "found on an earlier run" in second["features"][2]["detail"]
     other = RunSpec(1, 1, ModelRef("toy/verifier", "c" * 40), ModelRef("toy/draft", "b" * 40), "draft_model", 4, "vllm", "cpu")
