@@ -177,6 +177,10 @@ def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_bes
     monkeypatch.setattr(speed, "_level", fake_level)
     monkeypatch.setattr(choice_of_k, "prefill", lambda *args: {"tokens": [8.0, 128.0], "seconds": [0.02, 0.02]})
     monkeypatch.setattr(speed, "recipe", lambda bench, k: f"vllm serve toy --num-speculative-tokens {k}")
+    # The schedule composed from these levels is served by its own step (tests/workers/test_served_schedule_real.py):
+    # here, which ranges it is handed.
+    scheduled: list[Any] = []
+    monkeypatch.setattr(speed, "_schedule", lambda bench, running, model, levels, ranges: scheduled.append(ranges) or {})
     with serving.servers(StandInServers(), CONFIGS) as running:
         baseline = running["baseline"]
         choice = speed.which_k(bench, running, "toy", {"1": level(1.0), "4": level(3.9)})
@@ -186,3 +190,4 @@ def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_bes
     assert timed == [("speculative-k1", 1)]  # only the level whose best is not 4
     assert choice["levels"]["1"]["measured"]["speedup"] == 1.15 and "measured" not in choice["levels"]["4"]
     assert set(choice["recipes"]) == {"4", "1"}
+    assert scheduled == [[(1, 3, 1), (4, 1024, 4)]] and "schedule" in choice  # k = 1 measured best at c=1, 4 at c=4
