@@ -180,7 +180,12 @@ def test_a_best_k_other_than_the_runs_is_measured_on_its_own_stand_in_server_bes
     # The schedule composed from these levels is served by its own step (tests/workers/test_served_schedule_real.py):
     # here, which ranges it is handed.
     scheduled: list[Any] = []
-    monkeypatch.setattr(speed, "_schedule", lambda bench, running, model, levels, ranges: scheduled.append(ranges) or {})
+
+    def schedule(bench: Workbench, running: Any, model: str, levels: Any, ranges: Any) -> dict[str, Any]:
+        scheduled.append(ranges)
+        return {}
+
+    monkeypatch.setattr(speed, "_schedule", schedule)
     with serving.servers(StandInServers(), CONFIGS) as running:
         baseline = running["baseline"]
         choice = speed.which_k(bench, running, "toy", {"1": level(1.0), "4": level(3.9)})
