@@ -7,12 +7,19 @@ import pytest
 from kernel import settings as kernel_settings
 from kernel.hub import HubClient
 from tests.support.factories import HubModelFactory, PairFactory
+from zoo import variants
 from zoo.localhub import LocalHub
 
 pytest_plugins = ["tests.support.certified"]  # the session's one real certification
 
 TIERS = ("browser", "engine", "process")  # what a test needs beyond the database, heaviest first
 DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server", "django_db_blocker"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Build the zoo's format variants where they are missing (a fresh clone): tests read them straight from the zoo."""
+    if not hasattr(config, "workerinput"):  # once, in the controller, before any xdist worker starts
+        variants.ensure()
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks

@@ -12,7 +12,8 @@
 - `mtp-speculator`: a speculators-format config of type `mtp` (the speculators library's FastMTP), which vLLM 0.32's
   speculators reader does not load.
 
-Nothing is trained: `python -m zoo.formats` rewrites these repos from the committed weights. The EAGLE-1 head is
+Nothing is trained, and nothing here is committed: `zoo/variants.py` builds these repos from the committed weights
+(`python -m zoo.variants`) and holds them to the digests in BUILD.json. The EAGLE-1 head is
 derived, deterministically, from the distilled one-layer draft: its layer, its embeddings, and an `fc` that passes the
 token's embedding through, scaled the way the draft's first input norm would (the verifier's hidden state is given
 weight 0). vLLM applies the verifier's lm_head to the head's output.
@@ -21,6 +22,7 @@ weight 0). vLLM applies the verifier's lm_head to the head's output.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -28,9 +30,6 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from zoo import ORG
-
-ZOO = Path(__file__).parent / "models"
 CARD = "---\nlicense: apache-2.0\nlibrary_name: transformers\ntags: [spechub-toy]\n---\n\n# {title}\n\n{body}\n"
 LAYER_KEYS = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers",
               "head_dim", "vocab_size", "max_position_embeddings", "rms_norm_eps", "hidden_act", "bos_token_id",
@@ -72,14 +71,21 @@ EAGLE1_LAYER = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "sel
                 "mlp.up_proj", "mlp.down_proj", "post_attention_layernorm")  # fmt: skip
 
 
+def _mean_rms(embeddings: torch.Tensor) -> float:
+    """The embeddings' mean RMS in exactly rounded sums (math.fsum), so every CPU builds the same bytes whatever order
+    its vector units add in: the variants are rebuilt on each clone and held to BUILD.json's digests."""
+    rows = embeddings.double().square().tolist()  # a bf16 squared is exact in float64
+    return math.fsum(math.sqrt(math.fsum(row) / len(row)) for row in rows) / len(rows)
+
+
 def eagle1_weights(draft: Path) -> dict[str, torch.Tensor]:
     """An EAGLE-1 head's tensors from the one-layer draft's: fc feeds the layer the embedding its input norm expected."""
     weights = load_file(str(draft / "model.safetensors"))
     embeddings = weights["model.embed_tokens.weight"]
-    norm = weights["model.layers.0.input_layernorm.weight"].float()
+    norm = weights["model.layers.0.input_layernorm.weight"].tolist()
     # RMSNorm divides by each token's RMS; a linear fc can only divide by the mean one.
-    mean_rms = embeddings.float().pow(2).mean(-1).sqrt().mean()
-    passthrough = torch.diag(norm / mean_rms)
+    mean_rms = _mean_rms(embeddings)
+    passthrough = torch.diag(torch.tensor([weight / mean_rms for weight in norm], dtype=torch.float64))
     fc = torch.cat([passthrough, torch.zeros_like(passthrough)], dim=1)  # [hidden, embedding ++ verifier hidden]
     head = {"fc.weight": fc.to(embeddings.dtype), "embed_tokens.weight": embeddings}
     head.update({f"layers.0.{name}.weight": weights[f"model.layers.0.{name}.weight"] for name in EAGLE1_LAYER})
@@ -139,12 +145,10 @@ def mtp(head: Path, draft: Path, target: Path) -> Path:
     return write_repo(target, config, weights, "Toy MTP speculator (speculators format)", body)
 
 
-def build_all(org: Path) -> None:
-    raw_eagle3(org / "eagle3-head-reduced", org / "eagle3-head-raw")
-    eagle1(org / "llama-draft-1l", org / "eagle1-head")
-    eagle1_wrapped(org / "llama-draft-1l", org / "eagle1-head-wrapped")
-    mtp(org / "eagle3-head", org / "llama-draft-1l", org / "mtp-speculator")
-
-
-if __name__ == "__main__":
-    build_all(ZOO / ORG)
+def build_all(org: Path, into: Path | None = None) -> None:
+    """Build the variants from the repos in `org`, into `into` (by default beside them)."""
+    into = into or org
+    raw_eagle3(org / "eagle3-head-reduced", into / "eagle3-head-raw")
+    eagle1(org / "llama-draft-1l", into / "eagle1-head")
+    eagle1_wrapped(org / "llama-draft-1l", into / "eagle1-head-wrapped")
+    mtp(org / "eagle3-head", org / "llama-draft-1l", into / "mtp-speculator")

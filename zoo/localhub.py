@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from zoo import ORG
+from zoo import ORG, variants
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = Path(os.environ.get("SPECHUB_ZOO_DIR", Path(__file__).resolve().parent / "models"))
@@ -85,6 +85,8 @@ def seed_main_meta(repos_path: Path, repo_id: str, repo: Path) -> None:
 def build_mirrors(root: Path, zoo: Path = ZOO) -> tuple[Path, Path]:
     """Turn every zoo repo into a git repo under root/mirrors; return (mirrors, repos_path)."""
     mirrors, repos_path = root / "mirrors", root / "olah-repos"
+    if (zoo / "BUILD.json").is_file():  # the zoo's own: its format variants are built here, not committed
+        variants.ensure(zoo)
     for config in sorted(zoo.glob("*/*/README.md")):
         repo_id = f"{config.parent.parent.name}/{config.parent.name}"
         target = mirrors / "models" / repo_id

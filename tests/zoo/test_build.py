@@ -1,9 +1,10 @@
-"""The zoo build is seeded and reproducible; the committed zoo matches its own record."""
+"""The zoo build is seeded and reproducible; the committed zoo, with its format variants built, matches its own record."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.processes import ROOT
+from zoo import ORG, variants
 from zoo.build import file_digests
 
 ZOO = ROOT / "zoo" / "models"
@@ -39,6 +41,31 @@ def test_the_committed_zoo_matches_its_build_record():
     record = json.loads((ZOO / "BUILD.json").read_text())
     assert file_digests(ZOO) == record["files"]
     assert record["scale"] == 1.0
+
+
+def test_the_format_variants_are_rebuilt_from_the_committed_weights_to_the_digests_build_json_pins(tmp_path):
+    """What a fresh clone does (issue 43 §2): the committed zoo without its variants, built by zoo/variants.py."""
+    zoo = tmp_path / "models"
+    shutil.copytree(ZOO, zoo, ignore=lambda folder, names: [n for n in names if n in variants.VARIANTS])
+    assert variants.missing(zoo) == list(variants.VARIANTS)
+    assert variants.ensure(zoo) == list(variants.VARIANTS)
+    assert variants.built(zoo) == variants.pinned(zoo) and len(variants.pinned(zoo)) == 12
+    assert not [p for p in zoo.iterdir() if p.name.startswith("tmp")]  # the scratch folder is gone
+
+
+def test_a_variant_that_differs_from_its_pinned_digest_is_caught_with_how_to_rebuild(tmp_path):
+    zoo = tmp_path / "models"
+    shutil.copytree(ZOO, zoo)
+    (zoo / ORG / "eagle1-head" / "config.json").write_text("{}")
+    with pytest.raises(variants.VariantDiffers, match="eagle1-head/config.json.*python -m zoo.variants"):
+        variants.ensure(zoo)
+
+
+def test_the_variants_are_not_in_git_and_the_zoo_in_git_is_under_40_mb():
+    tracked = subprocess.run(["git", "ls-files", "zoo"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    repos = {Path(path).parts[3] for path in tracked.split() if len(Path(path).parts) > 4}  # zoo/models/<org>/<repo>/..
+    assert "llama-verifier" in repos and not repos & set(variants.VARIANTS)
+    assert sum((ROOT / path).stat().st_size for path in tracked.split()) < 40 * 1024 * 1024
 
 
 def test_the_committed_zoo_stays_under_25_mb_of_distinct_content():

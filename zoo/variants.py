@@ -1,0 +1,89 @@
+"""The format variants of the toy zoo: built from the committed weights, not committed, held to BUILD.json's digests.
+
+`zoo/formats.py` derives four repos (the raw EAGLE-3 head, the EAGLE-1 heads, the mtp speculator) from weights the zoo
+already has. Committing them would store the same weights twice (issue 43 §2), so git ignores them, and `ensure()`
+builds whichever are missing before the Hub is served or the tests read the zoo, then checks every file against the
+digest that `zoo/models/BUILD.json` pins: a build that changed is caught, not served.
+
+This module imports no torch until something has to be built: `ensure()` on a built zoo costs only the digests.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from zoo import ORG
+
+ZOO = Path(__file__).parent / "models"
+VARIANTS = ("eagle3-head-raw", "eagle1-head", "eagle1-head-wrapped", "mtp-speculator")
+
+
+class VariantDiffers(RuntimeError):
+    """A variant built here is not the one BUILD.json pins."""
+
+
+def pinned(zoo: Path = ZOO) -> dict[str, str]:
+    """The digests BUILD.json pins for the variants' files, by path under the zoo."""
+    files: dict[str, str] = json.loads((zoo / "BUILD.json").read_text())["files"]
+    prefixes = tuple(f"{ORG}/{name}/" for name in VARIANTS)
+    return {path: digest for path, digest in files.items() if path.startswith(prefixes)}
+
+
+def built(zoo: Path = ZOO) -> dict[str, str]:
+    """The digests of the variants' files as they are on disk."""
+    from zoo.build import file_digests
+
+    return {path: digest for path, digest in file_digests(zoo).items() if Path(path).parts[1:2] and Path(path).parts[1] in VARIANTS}
+
+
+def missing(zoo: Path = ZOO) -> list[str]:
+    return [name for name in VARIANTS if not (zoo / ORG / name / "README.md").is_file()]
+
+
+@contextmanager
+def _locked(zoo: Path) -> Iterator[None]:
+    """One builder at a time: the test session's workers and a Hub may all start on a fresh clone at once."""
+    folder = os.open(zoo, os.O_RDONLY)  # the lock is on the zoo's folder itself: no file of its own in the zoo
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # closing releases the lock
+
+
+def _build_missing(zoo: Path) -> None:
+    from zoo import formats  # torch: only when a variant has to be built
+
+    with tempfile.TemporaryDirectory(dir=zoo) as scratch:  # a build that fails half-way leaves nothing in the zoo
+        formats.build_all(zoo / ORG, Path(scratch))
+        for name in missing(zoo):
+            (Path(scratch) / name).rename(zoo / ORG / name)
+
+
+def ensure(zoo: Path = ZOO) -> list[str]:
+    """Build the variants that are missing, check all of them against BUILD.json, and return the names built."""
+    names = missing(zoo)
+    if names:
+        with _locked(zoo):
+            names = missing(zoo)
+            if names:
+                _build_missing(zoo)
+    differ = sorted(path for path, digest in built(zoo).items() if pinned(zoo).get(path) != digest)
+    differ += sorted(set(pinned(zoo)) - set(built(zoo)))
+    if differ:
+        raise VariantDiffers(
+            f"the zoo's format variants differ from zoo/models/BUILD.json in {', '.join(differ)}: delete "
+            f"{', '.join(f'zoo/models/{ORG}/{name}' for name in VARIANTS)} and run `python -m zoo.variants` to rebuild "
+            "them, or `make zoo` to rebuild the whole zoo and its record"
+        )
+    return names
+
+
+if __name__ == "__main__":
+    print("built:", ", ".join(ensure()) or "nothing (all present)", "; every file matches BUILD.json")
