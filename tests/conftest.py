@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.test import override_settings
 
 from kernel import settings as kernel_settings
 from kernel.hub import HubClient
@@ -47,6 +49,18 @@ def fresh_kernel_settings():
     kernel_settings.current.cache_clear()
     yield
     kernel_settings.current.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def quick_password_hashing(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A password hashed in half a second is the point in production and 0.5 s per user in a test: the tests that run
+    in this process alone hash with MD5. A test whose servers run in processes of their own (gunicorn, Celery, a
+    browser's) keeps the real hasher, since those processes read the real settings."""
+    if any(request.node.get_closest_marker(tier) for tier in TIERS):
+        yield
+        return
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture

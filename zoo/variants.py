@@ -22,6 +22,7 @@ from zoo import ORG
 
 ZOO = Path(__file__).parent / "models"
 VARIANTS = ("eagle3-head-raw", "eagle1-head", "eagle1-head-wrapped", "mtp-speculator")
+FOLDERS = tuple(f"{ORG}/{name}/" for name in VARIANTS)
 
 
 class VariantDiffers(RuntimeError):
@@ -31,15 +32,14 @@ class VariantDiffers(RuntimeError):
 def pinned(zoo: Path = ZOO) -> dict[str, str]:
     """The digests BUILD.json pins for the variants' files, by path under the zoo."""
     files: dict[str, str] = json.loads((zoo / "BUILD.json").read_text())["files"]
-    prefixes = tuple(f"{ORG}/{name}/" for name in VARIANTS)
-    return {path: digest for path, digest in files.items() if path.startswith(prefixes)}
+    return {path: digest for path, digest in files.items() if path.startswith(FOLDERS)}
 
 
 def built(zoo: Path = ZOO) -> dict[str, str]:
     """The digests of the variants' files as they are on disk."""
     from zoo.build import file_digests
 
-    return {path: digest for path, digest in file_digests(zoo).items() if Path(path).parts[1:2] and Path(path).parts[1] in VARIANTS}
+    return {path: digest for path, digest in file_digests(zoo).items() if path.startswith(FOLDERS)}
 
 
 def missing(zoo: Path = ZOO) -> list[str]:

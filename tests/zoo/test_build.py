@@ -57,7 +57,7 @@ def test_a_variant_that_differs_from_its_pinned_digest_is_caught_with_how_to_reb
     zoo = tmp_path / "models"
     shutil.copytree(ZOO, zoo)
     (zoo / ORG / "eagle1-head" / "config.json").write_text("{}")
-    with pytest.raises(variants.VariantDiffers, match="eagle1-head/config.json.*python -m zoo.variants"):
+    with pytest.raises(variants.VariantDiffers, match=r"eagle1-head/config\.json.*python -m zoo\.variants"):
         variants.ensure(zoo)
 
 
