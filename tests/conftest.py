@@ -12,7 +12,10 @@ from tests.support.factories import HubModelFactory, PairFactory
 from zoo import variants
 from zoo.localhub import LocalHub
 
-pytest_plugins = ["tests.support.certified"]  # the session's one real certification
+pytest_plugins = [
+    "tests.support.certified",  # the session's one real certification
+    "tests.support.balance",  # the parallel tier, longest module first
+]
 
 TIERS = ("browser", "engine", "process")  # what a test needs beyond the database, heaviest first
 DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server", "django_db_blocker"}
