@@ -52,7 +52,7 @@ pytest:
 	rm -rf $(SHARED)
 	export SPECHUB_TEST_SHARED_CERTIFICATION=$(SHARED) SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') \
 	  && $(PY) -m pytest -m serial \
-	  && $(PY) -m pytest -m "not ($(FAST)) and not serial" -n 2 --dist loadscope
+	  && $(PY) -m pytest -m "not ($(FAST)) and not serial" -n 2 --dist loadscope --no-loadscope-reorder
 	DATABASE_URL=sqlite:///$(CURDIR)/var/test-sqlite.sqlite3 $(PY) -m pytest -m both_databases -n 2
 
 ## bench: every speed target an issue names, each printing its figure
