@@ -254,6 +254,8 @@ class CertificationRun(models.Model):
     max_attempts = models.PositiveSmallIntegerField(default=3)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     claimed_by = models.CharField(max_length=200, blank=True)
+    # The self-hosted worker that holds or measured the run (registry/fleet); null for the hosted pool's.
+    worker = models.ForeignKey("registry.Worker", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     environment = models.JSONField(default=dict, blank=True)
@@ -546,3 +548,7 @@ class LiveSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot of deployment {self.deployment_id} at {self.read_at:%Y-%m-%d %H:%M:%S}"
+
+
+# One app, its models by domain: the self-hosted workers' are in their own folder.
+from registry.fleet.models import RegistrationToken, Worker, WorkerAction, WorkerEvent  # noqa: E402, F401

@@ -4,6 +4,7 @@ from django.urls import path
 
 from registry.api import views
 from registry.deployments import api as deployments_api
+from registry.fleet import api as fleet_api
 from registry.traffic import api as traffic_api
 
 urlpatterns = [
@@ -28,6 +29,15 @@ urlpatterns = [
     path("workloads/<int:pk>/runs/", traffic_api.WorkloadCertify.as_view(), name="api-workload-runs"),
     path("workloads/<int:pk>/report/", traffic_api.WorkloadReport.as_view(), name="api-workload-report"),
     path("workloads/<int:pk>/export/", traffic_api.WorkloadExport.as_view(), name="api-workload-export"),
+    path("workers/tokens/", fleet_api.Tokens.as_view(), name="api-worker-tokens"),
+    path("workers/register/", fleet_api.Register.as_view(), name="api-worker-register"),
+    path("workers/claim/", fleet_api.Claim.as_view(), name="api-worker-claim"),
+    path("workers/deregister/", fleet_api.Deregister.as_view(), name="api-worker-deregister"),
+    path("workers/runs/<int:pk>/heartbeat/", fleet_api.Heartbeat.as_view(), name="api-worker-heartbeat"),
+    path("workers/runs/<int:pk>/progress/", fleet_api.Progress.as_view(), name="api-worker-progress"),
+    path("workers/runs/<int:pk>/result/", fleet_api.Result.as_view(), name="api-worker-result"),
+    path("workers/runs/<int:pk>/fail/", fleet_api.Fail.as_view(), name="api-worker-fail"),
+    path("workers/<int:pk>/revoke/", fleet_api.Revoke.as_view(), name="api-worker-revoke"),
     path("deployments/", deployments_api.DeploymentList.as_view(), name="api-deployments"),
     path("deployments/<int:pk>/", deployments_api.DeploymentDetail.as_view(), name="api-deployment"),
     path("deployments/<int:pk>/token/", deployments_api.DeploymentToken.as_view(), name="api-deployment-token"),

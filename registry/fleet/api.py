@@ -1,0 +1,242 @@
+"""The worker API, /api/v1/workers/ (issue 41): what a self-hosted worker calls, with its own credential only.
+
+`Authorization: Worker shw_...` is read here and nowhere else: the rest of the API does not know the scheme, so a
+worker credential used on any other endpoint is an anonymous caller there. A signed-in user makes registration
+tokens (POST /api/v1/workers/tokens/), lists their workers and revokes one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, status
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed, NotFound, PermissionDenied
+from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from registry.fleet import selectors, services
+from registry.fleet.services import FleetRefused
+from registry.models import Worker
+from registry.params import WholeNumberField
+
+SCHEME = "Worker"
+
+
+class WorkerAuthentication(BaseAuthentication):
+    """`Authorization: Worker shw_...`: the worker, as request.auth; request.user stays anonymous."""
+
+    def authenticate(self, request: Request) -> tuple[Any, Worker] | None:
+        scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
+        if scheme != SCHEME:
+            return None
+        worker = services.worker_authenticated(secret=secret.strip())
+        if worker is None:
+            raise AuthenticationFailed("This worker credential is revoked or unknown: register the machine again with a "
+                                       "new registration token.", code="worker-credential")  # fmt: skip
+        from django.contrib.auth.models import AnonymousUser
+
+        return AnonymousUser(), worker
+
+    def authenticate_header(self, request: Request) -> str:
+        return f'{SCHEME} realm="spechub workers"'
+
+
+class IsWorker(permissions.BasePermission):
+    message = "Send the worker's credential: `Authorization: Worker shw_...` (python -m workers serve does)."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.auth, Worker)
+
+
+class WorkerView(APIView):
+    authentication_classes = [WorkerAuthentication]
+    permission_classes = [IsWorker]
+
+    def worker(self, request: Request) -> Worker:
+        assert isinstance(request.auth, Worker)
+        return request.auth
+
+
+def refused(exc: FleetRefused) -> DRFValidationError:
+    return DRFValidationError({"detail": str(exc)}, code="refused")
+
+
+class TokenIn(serializers.Serializer[Any]):
+    labels = serializers.ListField(child=serializers.CharField(max_length=64), max_length=services.MAX_LABELS,
+                                   help_text='The hardware classes the worker claims runs for, e.g. ["gpu.h100"].')  # fmt: skip
+    ephemeral = serializers.BooleanField(default=False, help_text="One run, then the worker's credential is gone.")
+
+
+class Tokens(APIView):
+    """POST (signed in): a registration token, shown this once; it works once, within the hour."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=TokenIn, responses={201: dict[str, Any]})
+    def post(self, request: Request) -> Response:
+        given = TokenIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            token, secret = services.registration_token_create(owner=request.user, **given.validated_data)
+        except FleetRefused as exc:
+            raise refused(exc) from None
+        body = {
+            "registration_token": secret,
+            "labels": token.labels,
+            "ephemeral": token.ephemeral,
+            "expires_at": token.expires_at,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class RegisterIn(serializers.Serializer[Any]):
+    registration_token = serializers.CharField(max_length=100)
+    name = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$", help_text="The machine's name, as its owner knows it.")
+    engine_build = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$", help_text="e.g. 0.32.0 (vLLM's version).")
+    evidence = serializers.DictField(required=False, default=dict, help_text="Devices and memory as vLLM and torch saw them.")
+
+
+class Register(APIView):
+    """POST (no credential yet): trade a registration token for the worker's own credential, shown this once."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [permissions.AllowAny]
+
+    def get_authenticate_header(self, request: Request) -> str:  # a refused token is a 401, not a 403
+        return 'Bearer realm="spechub worker registration"'
+
+    @extend_schema(request=RegisterIn, responses={201: dict[str, Any]})
+    def post(self, request: Request) -> Response:
+        given = RegisterIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        try:
+            worker, credential = services.worker_register(
+                secret=data["registration_token"], name=data["name"], engine_build=data["engine_build"],
+                evidence=data["evidence"],
+            )  # fmt: skip
+        except FleetRefused as exc:
+            raise AuthenticationFailed(str(exc), code="registration-token") from None
+        body = {"worker": worker.pk, "credential": credential, "labels": worker.labels, "ephemeral": worker.ephemeral}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class Claim(WorkerView):
+    """POST: lease the next run on this worker's labels; 204 when there is none."""
+
+    @extend_schema(request=None, responses={200: dict[str, Any], 204: None})
+    def post(self, request: Request) -> Response:
+        spec = services.worker_claim(worker=self.worker(request))
+        if spec is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response({"run": spec.run_id, "attempt": spec.attempt, "spec": spec.as_dict()})
+
+
+class AttemptIn(serializers.Serializer[Any]):
+    attempt = WholeNumberField(min_value=1)
+
+
+class Heartbeat(WorkerView):
+    @extend_schema(request=AttemptIn, responses={204: None})
+    def post(self, request: Request, pk: int) -> Response:
+        attempt = _attempt(request)
+        try:
+            services.worker_heartbeat(worker=self.worker(request), run_id=pk, attempt=attempt)
+        except FleetRefused as exc:
+            raise PermissionDenied(str(exc), code="not-held") from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProgressIn(AttemptIn):
+    stage = serializers.ChoiceField(choices=sorted(services.STAGE_STATES))
+    percent = WholeNumberField(min_value=0, max_value=100)
+
+
+class Progress(WorkerView):
+    """POST: the held run's stage and percent; a call is a heartbeat too."""
+
+    @extend_schema(request=ProgressIn, responses={204: None})
+    def post(self, request: Request, pk: int) -> Response:
+        given = ProgressIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        try:
+            services.worker_progress(worker=self.worker(request), run_id=pk, attempt=data["attempt"], stage=data["stage"],
+                                     percent=data["percent"])  # fmt: skip
+        except FleetRefused as exc:
+            raise PermissionDenied(str(exc), code="not-held") from None
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ResultIn(AttemptIn):
+    document = serializers.DictField(help_text="The result document the worker's director wrote.")
+
+
+class Result(WorkerView):
+    """POST: the held run's result document; checked, stored once, and signed by the registry."""
+
+    @extend_schema(request=ResultIn, responses={201: dict[str, Any]})
+    def post(self, request: Request, pk: int) -> Response:
+        given = ResultIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            run = services.worker_upload(worker=self.worker(request), run_id=pk, attempt=given.validated_data["attempt"],
+                                         document=given.validated_data["document"])  # fmt: skip
+        except FleetRefused as exc:
+            raise PermissionDenied(str(exc), code="refused") from None
+        certificate = getattr(run, "certificate", None)
+        return Response({"run": run.pk, "state": run.state, "certificate": certificate.pk if certificate else None},
+                        status=status.HTTP_201_CREATED)  # fmt: skip
+
+
+class FailIn(AttemptIn):
+    code = serializers.CharField(max_length=64, help_text="A fault code of kernel/errors.py, e.g. engine:start-failed.")
+    detail = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
+
+
+class Fail(WorkerView):
+    @extend_schema(request=FailIn, responses={200: dict[str, Any]})
+    def post(self, request: Request, pk: int) -> Response:
+        given = FailIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        try:
+            retried = services.worker_fail(worker=self.worker(request), run_id=pk, attempt=data["attempt"], code=data["code"],
+                                           detail=data["detail"])  # fmt: skip
+        except FleetRefused as exc:
+            raise PermissionDenied(str(exc), code="refused") from None
+        return Response({"run": pk, "requeued": retried})
+
+
+class Deregister(WorkerView):
+    """POST: the worker leaves; its credential ends and any run it holds goes back to the queue."""
+
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request: Request) -> Response:
+        services.worker_revoke(worker=self.worker(request), action=services.WorkerAction.DEREGISTERED, why="deregistered")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class Revoke(APIView):
+    """POST (the owner, signed in): revoke one of your workers; its leases end at once."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict[str, Any]})
+    def post(self, request: Request, pk: int) -> Response:
+        worker = selectors.worker_of(user=request.user, pk=pk)
+        if worker is None:
+            raise NotFound(f"You have no worker {pk}.")
+        released = services.worker_revoke(worker=worker, why=f"revoked by {request.user}")
+        return Response({"worker": pk, "released_runs": released})
+
+
+def _attempt(request: Request) -> int:
+    given = AttemptIn(data=request.data)
+    given.is_valid(raise_exception=True)
+    attempt: int = given.validated_data["attempt"]
+    return attempt

@@ -1,0 +1,226 @@
+"""Writes for self-hosted workers (issue 41): registration, claims as leases, uploads held to the claim, revocation.
+
+A worker holds no database, broker or signing secret: it calls /api/v1/workers/ with its own credential, and every
+rule is here. A claim is a lease on the run's existing attempt machinery (registry/services/runs.py): a worker that
+stops beating loses the run to `runs_requeue_stale`, exactly as a hosted Celery worker does (R1). The certificate is
+signed by the registry (run_finish publishes it) after the upload has passed its checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from kernel import result
+from kernel.errors import ERRORS, RunError
+from kernel.spec import RunSpec
+from registry.celery import hardware_queues
+from registry.models import CertificationRun, RegistrationToken, RunState, Worker, WorkerAction, WorkerEvent
+from registry.params import echo
+from registry.selectors.runs import run_spec
+from registry.services.runs import (
+    RunBusy,
+    RunNotActive,
+    run_claim,
+    run_dispatch,
+    run_fail,
+    run_finish,
+    run_heartbeat,
+    run_mark_stale,
+    run_progress,
+)
+from registry.states import ACTIVE_STATES, STAGE_STATES
+
+REGISTRATION_PREFIX, WORKER_PREFIX = "shr_", "shw_"  # the formats' prefixes, not secrets
+REGISTRATION_LIFETIME = timedelta(hours=1)
+MAX_LABELS = 8
+
+
+class FleetRefused(Exception):
+    """A worker's request the registry will not carry out; the message says why and what to do."""
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def valid_labels(labels: object) -> list[str]:
+    """Hardware classes, as the registry's queues name them (`cpu`, `gpu.h100`), or FleetRefused saying what is wrong."""
+    if not isinstance(labels, list) or not labels or len(labels) > MAX_LABELS:
+        raise FleetRefused(f'labels must be a list of 1 to {MAX_LABELS} hardware classes, e.g. ["gpu.h100"].')
+    known = hardware_queues()
+    bad = [echo(str(label)) for label in labels if label not in known]
+    if bad:
+        raise FleetRefused(f"labels {', '.join(bad)} are not hardware classes here: use some of {', '.join(known)}.")
+    return sorted(set(labels))
+
+
+def _audit(worker: Worker, action: WorkerAction, run: CertificationRun | None = None, detail: str = "") -> None:
+    WorkerEvent.objects.create(worker=worker, action=action, run=run, detail=detail[:2000])
+
+
+def registration_token_create(*, owner: Any, labels: object, ephemeral: bool = False) -> tuple[RegistrationToken, str]:
+    """A token for one machine to register with, within the hour; the secret is returned this once, never stored."""
+    secret = REGISTRATION_PREFIX + secrets.token_urlsafe(32)
+    token = RegistrationToken.objects.create(
+        owner=owner, token_hash=digest(secret), labels=valid_labels(labels), ephemeral=ephemeral,
+        expires_at=timezone.now() + REGISTRATION_LIFETIME,
+    )  # fmt: skip
+    return token, secret
+
+
+def worker_register(*, secret: str, name: str, engine_build: str, evidence: Mapping[str, Any]) -> tuple[Worker, str]:
+    """Trade a registration token, once and within its hour, for the worker's own credential (returned this once)."""
+    with transaction.atomic():
+        token = RegistrationToken.objects.select_for_update().filter(token_hash=digest(secret)).first()
+        if token is None or token.used_at is not None or token.expires_at <= timezone.now():
+            why = "was used already" if token and token.used_at else "has expired" if token else "is not one of ours"
+            raise FleetRefused(f"The registration token {why}: make a new one on your workers page (one hour, one use).")
+        token.used_at = timezone.now()
+        token.save(update_fields=["used_at"])
+        credential = WORKER_PREFIX + secrets.token_urlsafe(32)
+        worker = Worker.objects.create(
+            owner=token.owner, name=name, labels=token.labels, engine_build=engine_build, ephemeral=token.ephemeral,
+            token_hash=digest(credential), token_hint=credential[:10], hardware_evidence=dict(evidence),
+        )  # fmt: skip
+        _audit(worker, WorkerAction.REGISTERED, detail=f"labels {', '.join(worker.labels)}; engine build {engine_build}")
+    return worker, credential
+
+
+def worker_authenticated(*, secret: str) -> Worker | None:
+    """The worker a credential names, unless revoked; its last call is remembered."""
+    worker = Worker.objects.select_related("owner").filter(token_hash=digest(secret), revoked_at__isnull=True).first()
+    if worker is not None:
+        Worker.objects.filter(pk=worker.pk).update(last_seen_at=timezone.now())
+    return worker
+
+
+def claimable(worker: Worker) -> Q:
+    """The runs a worker may take: queued, on its labels, and its owner's (their workloads, their submissions and
+    deployments' re-certifications); public pairs' runs too only once staff approved the worker for them."""
+    owned = Q(workload__owner=worker.owner) | Q(requested_by=worker.owner)
+    scope = owned | Q(workload__isnull=True) if worker.public_approved else owned
+    return Q(state=RunState.QUEUED, hardware__in=worker.labels) & scope
+
+
+def worker_claim(*, worker: Worker) -> RunSpec | None:
+    """Lease the next run the worker may take (SKIP LOCKED: two workers never wait on, or take, the same row)."""
+    with transaction.atomic():
+        candidates = CertificationRun.objects.filter(claimable(worker)).order_by("-priority", "created_at", "id")
+        run = candidates.select_for_update(skip_locked=True, of=("self",)).first()
+        if run is None:
+            return None
+        try:
+            spec = run_claim(run_id=run.pk, worker=worker.identity)
+        except RunBusy:
+            return None
+        if spec is None:
+            return None
+        CertificationRun.objects.filter(pk=run.pk).update(worker=worker)
+        _audit(worker, WorkerAction.CLAIMED, run, f"attempt {spec.attempt} on {run.hardware}")
+    return spec
+
+
+def _held(worker: Worker, run_id: int, attempt: int) -> CertificationRun:
+    run = CertificationRun.objects.filter(pk=run_id, worker=worker, attempts=attempt, state__in=ACTIVE_STATES).first()
+    if run is None:
+        raise FleetRefused(f"This worker does not hold run {run_id} at attempt {attempt}: claim a run before reporting on it.")
+    return run
+
+
+def worker_heartbeat(*, worker: Worker, run_id: int, attempt: int) -> None:
+    _held(worker, run_id, attempt)
+    if not run_heartbeat(run_id=run_id, attempt=attempt):
+        raise FleetRefused(f"Run {run_id} is no longer held at attempt {attempt}: drop it and claim again.")
+
+
+def worker_progress(*, worker: Worker, run_id: int, attempt: int, stage: str, percent: int) -> None:
+    _held(worker, run_id, attempt)
+    try:
+        run_progress(run_id=run_id, attempt=attempt, stage=stage, percent=percent)
+    except RunNotActive:
+        raise FleetRefused(f"Run {run_id} is no longer held at attempt {attempt}: drop it and claim again.") from None
+
+
+def _spec_as_claimed(run: CertificationRun) -> dict[str, Any]:
+    fields: dict[str, Any] = json.loads(json.dumps(run_spec(run=run).as_dict()))  # the document's JSON, tuples as lists
+    return fields
+
+
+def _checked(worker: Worker, run: CertificationRun, document: Mapping[str, Any]) -> None:
+    """The document before anything is stored: its schema, the spec claimed (and so the pinned revisions), and the
+    engine build the worker registered with."""
+    try:
+        loaded = result.load(document)
+    except (ValueError, KeyError, TypeError) as invalid:
+        raise FleetRefused(f"The result document does not read as one: {invalid}") from None
+    if loaded is None:
+        raise FleetRefused("The result document is empty: upload the document the worker wrote.")
+    if dict(document.get("spec") or {}) != _spec_as_claimed(run):
+        raise FleetRefused(f"The document's spec is not the one run {run.pk} was claimed with (pair, revisions, plan).")
+    built = result.engine_build(loaded)
+    if built != worker.engine_build:
+        raise FleetRefused(f"The document names engine build {built!r}; this worker registered {worker.engine_build!r}.")
+
+
+def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mapping[str, Any]) -> CertificationRun:
+    """Store the result of the run the worker holds and have the registry sign it. The same upload again (a retry
+    after the answer was lost) returns the run it finished: one result is stored."""
+    sha256 = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+    stored = WorkerEvent.objects.filter(worker=worker, run_id=run_id, action=WorkerAction.UPLOADED, document_sha256=sha256)
+    if stored.exists():
+        return CertificationRun.objects.get(pk=run_id)
+    run = _held(worker, run_id, attempt)
+    try:
+        _checked(worker, run, document)
+    except FleetRefused as refused:
+        _audit(worker, WorkerAction.REFUSED, run, str(refused))
+        raise
+    try:
+        finished = run_finish(run_id=run_id, attempt=attempt, document=dict(document))  # type: ignore[arg-type]
+    except RunNotActive:
+        raise FleetRefused(f"Run {run_id} is no longer held at attempt {attempt}: its lease ended.") from None
+    WorkerEvent.objects.create(worker=worker, action=WorkerAction.UPLOADED, run=finished, detail=f"attempt {attempt}",
+                               document_sha256=sha256)  # fmt: skip
+    _end_if_ephemeral(worker)
+    return finished
+
+
+def worker_fail(*, worker: Worker, run_id: int, attempt: int, code: str, detail: str) -> bool:
+    """End the held attempt with a fault code of kernel/errors.py; True when the run went back to the queue."""
+    if code not in ERRORS:
+        raise FleetRefused(f"{code!r} is not a fault code: use one of kernel/errors.py's, e.g. 'engine:start-failed'.")
+    run = _held(worker, run_id, attempt)
+    retried = run_fail(run_id=run_id, attempt=attempt, error=RunError(code, detail[:2000]))
+    _audit(worker, WorkerAction.FAILED, run, f"{code}: {detail[:500]}")
+    _end_if_ephemeral(worker)
+    return retried
+
+
+def _end_if_ephemeral(worker: Worker) -> None:
+    if worker.ephemeral:
+        worker_revoke(worker=worker, action=WorkerAction.DEREGISTERED, why="ephemeral: one run, then gone")
+
+
+def worker_revoke(*, worker: Worker, action: WorkerAction = WorkerAction.REVOKED, why: str = "") -> list[int]:
+    """End the credential now, and any lease it holds with it: those runs go back to the queue (or fail, out of
+    attempts) at once rather than when their heartbeat goes quiet. Returns the runs released."""
+    released: list[int] = []
+    with transaction.atomic():
+        Worker.objects.filter(pk=worker.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        for run in CertificationRun.objects.select_for_update().filter(worker=worker, state__in=ACTIVE_STATES):
+            run_mark_stale(run=run)
+            released.append(run.pk)
+            if run.state == RunState.QUEUED:  # as a lost lease is (runs_requeue_stale): the hosted pool hears of it
+                transaction.on_commit(partial(run_dispatch, run_id=run.pk))
+        _audit(worker, action, detail="; ".join(filter(None, [why, f"released runs {released}" if released else ""])))
+    return released

