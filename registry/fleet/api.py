@@ -20,8 +20,9 @@ from rest_framework.views import APIView
 
 from registry.fleet import selectors, services
 from registry.fleet.services import FleetRefused
-from registry.models import Worker
+from registry.models import Worker, WorkerAction
 from registry.params import WholeNumberField
+from registry.states import STAGE_STATES
 
 SCHEME = "Worker"
 
@@ -152,7 +153,7 @@ class Heartbeat(WorkerView):
 
 
 class ProgressIn(AttemptIn):
-    stage = serializers.ChoiceField(choices=sorted(services.STAGE_STATES))
+    stage = serializers.ChoiceField(choices=sorted(STAGE_STATES))
     percent = WholeNumberField(min_value=0, max_value=100)
 
 
@@ -217,7 +218,7 @@ class Deregister(WorkerView):
 
     @extend_schema(request=None, responses={204: None})
     def post(self, request: Request) -> Response:
-        services.worker_revoke(worker=self.worker(request), action=services.WorkerAction.DEREGISTERED, why="deregistered")
+        services.worker_revoke(worker=self.worker(request), action=WorkerAction.DEREGISTERED, why="deregistered")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

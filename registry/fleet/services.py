@@ -38,7 +38,7 @@ from registry.services.runs import (
     run_mark_stale,
     run_progress,
 )
-from registry.states import ACTIVE_STATES, STAGE_STATES
+from registry.states import ACTIVE_STATES
 
 REGISTRATION_PREFIX, WORKER_PREFIX = "shr_", "shw_"  # the formats' prefixes, not secrets
 REGISTRATION_LIFETIME = timedelta(hours=1)
