@@ -169,3 +169,31 @@ class RunSpec:
     def as_dict(self) -> SpecFields:
         fields: SpecFields = asdict(self)  # type: ignore[assignment]  # asdict is typed dict[str, Any]
         return fields
+
+
+def spec_of(fields: InputFields, *, run_id: int, attempt: int) -> RunSpec:
+    """Rebuild a RunSpec from its JSON (a certificate's inputs, or the spec the worker API hands a claim)."""
+    plan, draft = fields["plan"], fields.get("draft")
+    tuples = ("concurrency", "thresholds", "smoke_engine_features", "acceptance_temperatures")  # rebuilt below
+    features = plan.get("smoke_engine_features")
+    return RunSpec(
+        run_id=run_id,
+        attempt=attempt,
+        verifier=ModelRef(**fields["verifier"]),
+        draft=ModelRef(**draft) if draft else None,
+        method=fields["method"],
+        num_speculative_tokens=fields["num_speculative_tokens"],
+        engine=fields["engine"],
+        hardware=fields["hardware"],
+        verifier_dtype=fields.get("verifier_dtype", "auto"),
+        draft_dtype=fields.get("draft_dtype", "auto"),
+        options=fields.get("options", {}),
+        plan=Plan(
+            # The other plan fields are stored as Plan holds them; mypy cannot match TypedDict items to keywords.
+            **{key: value for key, value in plan.items() if key not in tuples},  # type: ignore[arg-type]
+            concurrency=tuple(plan["concurrency"]),
+            acceptance_temperatures=tuple(plan.get("acceptance_temperatures", ())),
+            smoke_engine_features=tuple(features) if features is not None else None,
+            thresholds=Thresholds(**plan["thresholds"]),
+        ),
+    )

@@ -551,4 +551,7 @@ class LiveSnapshot(models.Model):
 
 
 # One app, its models by domain: the self-hosted workers' are in their own folder.
-from registry.fleet.models import RegistrationToken, Worker, WorkerAction, WorkerEvent  # noqa: E402, F401
+from registry.fleet.models import RegistrationToken as RegistrationToken  # noqa: E402
+from registry.fleet.models import Worker as Worker  # noqa: E402
+from registry.fleet.models import WorkerAction as WorkerAction  # noqa: E402
+from registry.fleet.models import WorkerEvent as WorkerEvent  # noqa: E402

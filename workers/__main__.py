@@ -6,6 +6,9 @@ build supports passes, 4 when one fails.
 
 `python -m workers certify --dry-run --hardware h100` prints the plan and its estimated cost (workers/cost.py).
 
+`python -m workers serve --registry URL --token shr_...` is a self-hosted worker: it certifies its owner's runs
+through the registry's worker API and holds no database, broker or signing secret (workers/remote.py).
+
 `python -m workers reproduce certificate.json --out r.json` re-runs a certificate's certification
 and compares the figures: exit 0 when they match, 3 when they do not.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +33,7 @@ from kernel.repos import HubRepo, gate_check
 from kernel.settings import export
 from kernel.spec import ModelRef, Plan, RunSpec, levels_for, most_pairs_for
 from kernel.verdict import rejudge
-from workers import cost
+from workers import cost, remote
 from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.stages import default_stages, unserved_stages
@@ -82,7 +86,31 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--speedup-rtol", type=float, help="Also judge the speedup at concurrency 1 within this relative tolerance."
     )
     _qualify_arguments(commands.add_parser("qualify", help="Run the engine controls; write the qualification record."))
+    _serve_arguments(commands.add_parser("serve", help="A self-hosted worker: certify your runs through the registry's API."))
     return parser.parse_args(argv)
+
+
+def _serve_arguments(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--registry", required=True, help="The registry's URL, e.g. https://spechub.example.")
+    serve.add_argument("--token", help="A registration token from your workers page (needed once: the credential is kept).")
+    serve.add_argument("--credential-file", type=Path, default=Path.home() / ".config" / "spechub" / "worker.json",
+                       help="Where the worker's credential is kept, readable by you only.")  # fmt: skip
+    serve.add_argument("--name", default=platform.node() or "worker", help="The machine's name on your workers page.")
+    serve.add_argument("--engine", default="vllm", help="The engine whose build the worker registers.")
+    serve.add_argument("--stages", default="workers.stages.default_stages", help="Dotted path of the stage factory.")
+    serve.add_argument("--poll", type=float, default=10.0, help="Seconds between claims while no run waits.")
+    serve.add_argument("--once", action="store_true", help="Certify one run (or none, if none waits), then exit.")
+    serve.add_argument("--verbose", action="store_true", help=VERBOSE)
+
+
+def run_serve(args: argparse.Namespace, terminal: console.Terminal) -> int:
+    registry = remote.Registry(args.registry)
+    try:
+        registry.credential = remote.credential(registry, args.credential_file, args.token, args.name, args.engine)
+        return remote.serve(registry, stages=args.stages, poll_seconds=args.poll, once=args.once)
+    except remote.Refused as refused:
+        terminal.err.write(f"serve stopped: {refused}\n")
+        return 5
 
 
 def _qualify_arguments(qualify: argparse.ArgumentParser) -> None:
@@ -185,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         if terminal.log:
             terminal.err.write(f"The engines' logs go to {terminal.log} (--verbose shows them here).\n")
         try:
+            if args.command == "serve":
+                return run_serve(args, terminal)
             return run_qualify(args, terminal) if args.command == "qualify" else run_certify(args, terminal)
         except RunError as error:
             terminal.err.write(f"{args.command} failed ({error.code}, {error.fault} fault): {error.message}\n")

@@ -5,41 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernel import certificates, result
-from kernel.spec import ModelRef, Plan, RunSpec, Thresholds
-
-TUPLES = ("concurrency", "thresholds", "smoke_engine_features", "acceptance_temperatures")  # rebuilt below
+from kernel.spec import RunSpec, spec_of
 
 
 def spec_from_certificate(payload: certificates.Payload) -> RunSpec:
     """Return the run spec a certificate pins: repos at their shas, method, k, engine, hardware and plan."""
-    inputs = payload["inputs"]
-    plan = inputs["plan"]
-    draft = inputs.get("draft")
-    return RunSpec(
-        run_id=0,
-        attempt=1,
-        verifier=ModelRef(**inputs["verifier"]),
-        draft=ModelRef(**draft) if draft else None,
-        method=inputs["method"],
-        num_speculative_tokens=inputs["num_speculative_tokens"],
-        engine=inputs["engine"],
-        hardware=inputs["hardware"],
-        verifier_dtype=inputs.get("verifier_dtype", "auto"),
-        draft_dtype=inputs.get("draft_dtype", "auto"),
-        options=inputs.get("options", {}),
-        plan=Plan(
-            # The other plan fields are stored as Plan holds them; mypy cannot match TypedDict items to keywords.
-            **{key: value for key, value in plan.items() if key not in TUPLES},  # type: ignore[arg-type]
-            concurrency=tuple(plan["concurrency"]),
-            acceptance_temperatures=tuple(plan.get("acceptance_temperatures", ())),
-            smoke_engine_features=_names(plan.get("smoke_engine_features")),
-            thresholds=Thresholds(**plan["thresholds"]),
-        ),
-    )
-
-
-def _names(stored: list[str] | tuple[str, ...] | None) -> tuple[str, ...] | None:
-    return tuple(stored) if stored is not None else None
+    return spec_of(payload["inputs"], run_id=0, attempt=1)
 
 
 @dataclass(frozen=True)

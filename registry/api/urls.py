@@ -34,6 +34,7 @@ urlpatterns = [
     path("workers/claim/", fleet_api.Claim.as_view(), name="api-worker-claim"),
     path("workers/deregister/", fleet_api.Deregister.as_view(), name="api-worker-deregister"),
     path("workers/runs/<int:pk>/heartbeat/", fleet_api.Heartbeat.as_view(), name="api-worker-heartbeat"),
+    path("workers/runs/<int:pk>/workload/", fleet_api.WorkloadOut.as_view(), name="api-worker-workload"),
     path("workers/runs/<int:pk>/progress/", fleet_api.Progress.as_view(), name="api-worker-progress"),
     path("workers/runs/<int:pk>/result/", fleet_api.Result.as_view(), name="api-worker-result"),
     path("workers/runs/<int:pk>/fail/", fleet_api.Fail.as_view(), name="api-worker-fail"),

@@ -152,6 +152,22 @@ class Heartbeat(WorkerView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class WorkloadOut(WorkerView):
+    """GET ?attempt=N: the held run's workload sample, to keep only while the run measures; 204 for the public suite."""
+
+    @extend_schema(responses={200: dict[str, Any], 204: None})
+    def get(self, request: Request, pk: int) -> Response:
+        given = AttemptIn(data=request.query_params)
+        given.is_valid(raise_exception=True)
+        try:
+            found = services.worker_workload(worker=self.worker(request), run_id=pk, attempt=given.validated_data["attempt"])
+        except FleetRefused as exc:
+            raise PermissionDenied(str(exc), code="not-held") from None
+        if found is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response({"sha256": found[0], "requests": found[1]})
+
+
 class ProgressIn(AttemptIn):
     stage = serializers.ChoiceField(choices=sorted(STAGE_STATES))
     percent = WholeNumberField(min_value=0, max_value=100)

@@ -24,7 +24,7 @@ from kernel import result
 from kernel.errors import ERRORS, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
-from registry.models import CertificationRun, RegistrationToken, RunState, Worker, WorkerAction, WorkerEvent
+from registry.models import CertificationRun, RegistrationToken, Worker, WorkerAction, WorkerEvent
 from registry.params import echo
 from registry.selectors.runs import run_spec
 from registry.services.runs import (
@@ -38,7 +38,7 @@ from registry.services.runs import (
     run_mark_stale,
     run_progress,
 )
-from registry.states import ACTIVE_STATES
+from registry.states import ACTIVE_STATES, RunState
 
 REGISTRATION_PREFIX, WORKER_PREFIX = "shr_", "shw_"  # the formats' prefixes, not secrets
 REGISTRATION_LIFETIME = timedelta(hours=1)
@@ -149,6 +149,18 @@ def worker_progress(*, worker: Worker, run_id: int, attempt: int, stage: str, pe
         run_progress(run_id=run_id, attempt=attempt, stage=stage, percent=percent)
     except RunNotActive:
         raise FleetRefused(f"Run {run_id} is no longer held at attempt {attempt}: drop it and claim again.") from None
+
+
+def worker_workload(*, worker: Worker, run_id: int, attempt: int) -> tuple[str, list[dict[str, Any]]] | None:
+    """The held run's workload sample (its hash and requests), which the worker keeps only while it measures; None
+    for a run on the public suite."""
+    run = _held(worker, run_id, attempt)
+    workload = run.workload
+    if workload is None:
+        return None
+    if workload.deleted_at is not None:
+        raise FleetRefused(f"The workload of run {run_id} was deleted: fail the run with workload:invalid.")
+    return workload.sha256, list(workload.sample)
 
 
 def _spec_as_claimed(run: CertificationRun) -> dict[str, Any]:

@@ -18,11 +18,11 @@ from django.db import connection
 
 from kernel.director import Director, load_stages
 from kernel.errors import InfraError, RunError
+from kernel.heartbeat import Heartbeat
 from kernel.result import ResultDocument
 from kernel.spec import RunSpec
 from registry.celery import app
 from registry.services import runs
-from registry.tasks.heartbeat import Heartbeat
 from registry.tasks.timelimit import TimeLimits
 from registry.traffic.services import workload_file
 

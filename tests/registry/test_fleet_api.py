@@ -12,8 +12,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from registry.models import CertificationRun, RegistrationToken, RunState, Worker, WorkerEvent, Workload
+from registry.models import CertificationRun, RegistrationToken, Worker, WorkerEvent, Workload
 from registry.services.runs import run_create, runs_requeue_stale
+from registry.states import RunState
 from tests.support.factories import PairFactory
 from tests.support.runs import result_document
 

@@ -1,0 +1,108 @@
+"""A self-hosted worker as a team runs one (issue 41): `python -m workers serve` against a real registry (gunicorn and
+PostgreSQL), with nothing in its environment but the registry's URL and its registration token: no DATABASE_URL, no
+broker, no signing key. The stages are the injected quick ones (tests/support/stages.py): the subject is the protocol,
+the lease and where the certificate is signed; a real certification's stages are the shared certification's."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+
+from kernel import certificates
+from registry.fleet.services import registration_token_create
+from registry.models import CertificationRun, Workload
+from registry.services.certificates import signing_key
+from registry.services.runs import run_create, runs_requeue_stale
+from registry.states import RunState
+from tests.support.factories import PairFactory
+from tests.support.processes import (
+    BIN,
+    Process,
+    compose_command,
+    process_env,
+    run_whole,
+    serving,
+    wait_until,
+    worker_database_url,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
+SECRETS = ("DATABASE_URL", "CELERY_BROKER_URL", "SPECHUB_SIGNING_KEY", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")
+LABEL = "gpu.h100"  # a class no hosted worker in the session listens for: only the self-hosted worker takes the run
+
+
+def serve_command(base: str, token: str, credentials: Path, stages: str, *extra: str) -> list[str]:
+    return [str(BIN / "python"), "-m", "workers", "serve", "--registry", base, "--token", token, "--credential-file",
+            str(credentials), "--stages", f"tests.support.stages.{stages}", "--name", "team-box", *extra]  # fmt: skip
+
+
+def worker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The worker's environment: this machine's, less every secret of the registry's."""
+    env = process_env({"SPECHUB_TEST_MARKERS": str(tmp_path), "SPECHUB_WORKLOAD_DIR": str(tmp_path / "workloads"), **extra},
+                      drop=SECRETS)  # fmt: skip
+    assert not set(SECRETS) & set(env)
+    return env
+
+
+def private_run(owner: User) -> CertificationRun:
+    pair = PairFactory.create()
+    sample = [{"prompt": "Hello there", "max_tokens": 16, "category": "custom"}]
+    workload = Workload.objects.create(owner=owner, name="ours", verifier=pair.verifier, sha256="b" * 64, format="suite",
+                                       total_requests=1, unique_requests=1, sample=sample)  # fmt: skip
+    return run_create(pair=pair, hardware=LABEL, workload=workload, requested_by=owner)
+
+
+@pytest.fixture
+def registry(tmp_path):
+    with serving(compose_command("web"), tmp_path, {"DATABASE_URL": worker_database_url()}) as base:
+        yield base
+
+
+def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_and_the_registry_signs_it(registry, tmp_path):
+    owner = User.objects.create_user("team", password="pw")
+    _, token = registration_token_create(owner=owner, labels=[LABEL])
+    run = private_run(owner)
+    credentials = tmp_path / "worker.json"
+    done = run_whole(serve_command(registry, token, credentials, "injected_quick_stages", "--once"), worker_env(tmp_path), 120)
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    run.refresh_from_db()
+    assert run.state == RunState.FINISHED and run.worker is not None and run.worker.owner == owner
+    assert run.claimed_by == f"self-hosted:{run.worker.pk}:team-box"
+    certificates.verify(run.certificate.document.encode(), signing_key().public_key())  # signed by the registry
+    assert stat.S_IMODE(os.stat(credentials).st_mode) == 0o600 and token not in credentials.read_text()
+    assert run.worker.engine_build and run.worker.hardware_evidence["cpus"] >= 1
+    # Registered once: the second start reads its credential, and a used token would be refused anyway.
+    again = run_whole(
+        serve_command(registry, "shr_spent", credentials, "injected_quick_stages", "--once"), worker_env(tmp_path), 60
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+
+
+def test_a_worker_killed_mid_run_loses_its_lease_and_another_certifies_the_run_once(registry, tmp_path, settings):
+    owner = User.objects.create_user("team", password="pw")
+    run = private_run(owner)
+    _, first_token = registration_token_create(owner=owner, labels=[LABEL])
+    hanging = "injected_stages_hanging_on_first_attempt"  # attempt 1 hangs; attempt 2 is quick
+    command = serve_command(registry, first_token, tmp_path / "first.json", hanging, "--once")
+    first = Process(command, worker_env(tmp_path), tmp_path / "first.log")
+    try:
+        wait_until(lambda: CertificationRun.objects.get(pk=run.pk).state == RunState.MEASURING, 60, "the first attempt")
+    finally:
+        first.kill()  # SIGKILL: no fail, no deregister, no clean-up
+    settings.SPECHUB_STALE_AFTER_SECONDS = 1
+    wait_until(lambda: runs_requeue_stale() == [run.pk], 30, "the lease to expire")
+    _, second_token = registration_token_create(owner=owner, labels=[LABEL])
+    command = serve_command(
+        registry, second_token, tmp_path / "second.json", "injected_stages_hanging_on_first_attempt", "--once"
+    )
+    done = run_whole(command, worker_env(tmp_path), 120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run.refresh_from_db()
+    markers = (tmp_path / f"{run.pk}.log").read_text()
+    assert run.state == RunState.FINISHED and run.attempts == 2 and markers.count("end verdict") == 1
+    assert json.loads(Path(tmp_path / "second.json").read_text())["worker"] == run.worker_id

@@ -1,0 +1,181 @@
+"""`python -m workers serve`: a self-hosted worker that reaches the registry only through /api/v1/workers/ (issue 41).
+
+It holds no database URL, broker URL or signing key: a registration token, traded once for its own credential (kept
+in a file only its user reads), and the registry's URL. It claims a run on its labels, runs the same director and
+stages a hosted worker runs, beats while it measures, and uploads the document; the registry checks it and signs
+the certificate. A failure is reported with its fault code, and the run's lease goes back to the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kernel.builds import installed_engine_build
+from kernel.director import Director, load_stages
+from kernel.errors import RunError
+from kernel.heartbeat import Heartbeat
+from kernel.spec import RunSpec, spec_of
+from kernel.traffic import handoff
+
+API = "/api/v1/workers"
+
+
+class Refused(Exception):
+    """The registry said no; its reason, as it gave it."""
+
+
+@dataclass
+class Registry:
+    """The worker API, with this worker's credential once it has one."""
+
+    url: str
+    credential: str = ""
+    timeout: float = 60.0
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> httpx.Response:
+        headers = {"Authorization": f"Worker {self.credential}"} if self.credential else {}
+        answer = self._retried(lambda: httpx.request(method, f"{self.url.rstrip('/')}{API}{path}", json=body,
+                                                     params=params, headers=headers, timeout=self.timeout))  # fmt: skip
+        if answer.status_code >= 400:
+            raise Refused(f"{method} {path}: HTTP {answer.status_code}: {_message(answer)}")
+        return answer
+
+    def _retried(self, send: Callable[[], httpx.Response], tries: int = 6) -> httpx.Response:
+        """A registry restarting (a deploy) is waited out, a few seconds at a time; its answers are not retried.
+        An upload retried after its answer was lost is stored once (the registry keeps its digest)."""
+        for attempt in range(tries):
+            try:
+                answer = send()
+            except httpx.TransportError:
+                if attempt == tries - 1:
+                    raise
+                time.sleep(min(2**attempt, 15))
+                continue
+            if answer.status_code not in (502, 503, 504) or attempt == tries - 1:
+                return answer
+            time.sleep(min(2**attempt, 15))
+        raise AssertionError("unreachable")
+
+
+def _message(answer: httpx.Response) -> str:
+    try:
+        error = answer.json().get("error", {})
+        return str(error.get("details", {}).get("detail") or error.get("message") or answer.text)[:500]
+    except ValueError:
+        return answer.text[:500]
+
+
+def evidence(engine: str) -> dict[str, Any]:
+    """What this machine is, as torch sees it (device names and memory), and the engine build's version."""
+    found: dict[str, Any] = {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "engine_build": installed_engine_build(engine),
+    }
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            found["devices"] = [
+                {"name": torch.cuda.get_device_name(i), "memory": torch.cuda.get_device_properties(i).total_memory}
+                for i in range(torch.cuda.device_count())
+            ]
+    except ImportError:
+        pass
+    return found
+
+
+def credential(registry: Registry, path: Path, token: str | None, name: str, engine: str) -> str:
+    """The worker's credential: read from `path`, or got once for the registration token and kept there (0600)."""
+    if path.is_file():
+        stored: dict[str, str] = json.loads(path.read_text())
+        if stored.get("registry") == registry.url:
+            return stored["credential"]
+    if not token:
+        raise Refused(f"No credential for {registry.url} in {path}: pass --token with a registration token from your "
+                      "workers page (one hour, one use).")  # fmt: skip
+    build = installed_engine_build(engine) or "unknown"
+    body = {"registration_token": token, "name": name, "engine_build": build, "evidence": evidence(engine)}
+    answer = registry.call("POST", "/register/", body).json()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        json.dump({"registry": registry.url, "credential": answer["credential"], "worker": answer["worker"]}, file)
+    return str(answer["credential"])
+
+
+@contextmanager
+def _workload(registry: Registry, spec: RunSpec) -> Iterator[None]:
+    """The run's workload on disk while it measures, where the suites read it (as a hosted worker leaves it)."""
+    answer = registry.call("GET", f"/runs/{spec.run_id}/workload/", attempt=spec.attempt)
+    if answer.status_code == 204:
+        yield
+        return
+    sample = answer.json()
+    path = handoff.workload_path(sample["sha256"], spec.run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handoff.write_sample(path, sample["sha256"], sample["requests"])
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def one_run(registry: Registry, stages: str, heartbeat_seconds: float) -> bool:
+    """Claim, measure and upload one run; False when there was none to claim."""
+    answer = registry.call("POST", "/claim/")
+    if answer.status_code == 204:
+        return False
+    claimed = answer.json()
+    spec = spec_of(claimed["spec"], run_id=claimed["run"], attempt=claimed["attempt"])
+    beat = _beat(registry, spec)
+    try:
+        with Heartbeat(beat, heartbeat_seconds), _workload(registry, spec):
+            document = Director(load_stages(stages)).run(spec, _progress(registry, spec))
+    except RunError as error:
+        registry.call("POST", f"/runs/{spec.run_id}/fail/", {"attempt": spec.attempt, "code": error.code, "detail": error.detail})
+        return True
+    except Exception as crashed:  # the worker's own bug: the run is not the pair's to fail
+        detail = f"{type(crashed).__name__}: {crashed}."
+        registry.call("POST", f"/runs/{spec.run_id}/fail/", {"attempt": spec.attempt, "code": "worker:crashed", "detail": detail})
+        raise
+    registry.call("POST", f"/runs/{spec.run_id}/result/", {"attempt": spec.attempt, "document": document})
+    return True
+
+
+def _beat(registry: Registry, spec: RunSpec) -> Callable[[], bool]:
+    def beat() -> bool:
+        try:
+            registry.call("POST", f"/runs/{spec.run_id}/heartbeat/", {"attempt": spec.attempt})
+        except (Refused, httpx.HTTPError):
+            return False  # the lease is gone (revoked, taken over): stop beating; the upload will be refused
+        return True
+
+    return beat
+
+
+def _progress(registry: Registry, spec: RunSpec) -> Callable[[str, int], None]:
+    def report(stage: str, percent: int) -> None:
+        registry.call("POST", f"/runs/{spec.run_id}/progress/", {"attempt": spec.attempt, "stage": stage, "percent": percent})
+
+    return report
+
+
+def serve(registry: Registry, *, stages: str, poll_seconds: float, once: bool, heartbeat_seconds: float = 30.0) -> int:
+    """Claim and certify runs until stopped (or, with `once`, until one run is done or none is waiting)."""
+    while True:
+        ran = one_run(registry, stages, heartbeat_seconds)
+        if once:
+            return 0
+        if not ran:
+            time.sleep(poll_seconds)
