@@ -255,7 +255,7 @@ class CertificationRun(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     claimed_by = models.CharField(max_length=200, blank=True)
     # The self-hosted worker that holds or measured the run (registry/fleet); null for the hosted pool's.
-    worker = models.ForeignKey("registry.Worker", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    worker = models.ForeignKey("Worker", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     environment = models.JSONField(default=dict, blank=True)

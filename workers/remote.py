@@ -102,7 +102,7 @@ def credential(registry: Registry, path: Path, token: str | None, name: str, eng
         if stored.get("registry") == registry.url:
             return stored["credential"]
     if not token:
-        raise Refused(f"No credential for {registry.url} in {path}: pass --token with a registration token from your "
+        raise Refused(f"No credential for {registry.url} in {path}: give --token a registration token from your "
                       "workers page (one hour, one use).")  # fmt: skip
     build = installed_engine_build(engine) or "unknown"
     body = {"registration_token": token, "name": name, "engine_build": build, "evidence": evidence(engine)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.authentication import BaseAuthentication
@@ -44,6 +45,17 @@ class WorkerAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return f'{SCHEME} realm="spechub workers"'
+
+
+class WorkerScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    """The scheme in the OpenAPI document, so that generated clients send it."""
+
+    target_class = "registry.fleet.api.WorkerAuthentication"
+    name = "workerCredential"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "`Worker shw_...`: a worker's credential (POST /api/v1/workers/register/)."}  # fmt: skip
 
 
 class IsWorker(permissions.BasePermission):

@@ -73,7 +73,7 @@ class WorkerEvent(models.Model):
 
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="events")
     action = models.CharField(max_length=16, choices=WorkerAction.choices)
-    run = models.ForeignKey("registry.CertificationRun", on_delete=models.SET_NULL, null=True, blank=True)
+    run = models.ForeignKey("CertificationRun", on_delete=models.SET_NULL, null=True, blank=True)
     detail = models.TextField(blank=True)
     document_sha256 = models.CharField(max_length=64, blank=True)  # an upload's: the same upload again stores nothing
     at = models.DateTimeField(auto_now_add=True)

@@ -22,7 +22,17 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from registry.deployments.services import deployment_create
-from registry.models import Certificate, CertificationRun, Deployment, EngineQualification, Pair, WebhookEndpoint, Workload
+from registry.fleet.services import registration_token_create, worker_register
+from registry.models import (
+    Certificate,
+    CertificationRun,
+    Deployment,
+    EngineQualification,
+    Pair,
+    WebhookEndpoint,
+    Worker,
+    Workload,
+)
 from registry.services.demo import demo_catalog_load
 from registry.services.notifications import webhook_endpoint_create
 from registry.services.qualifications import qualification_record
@@ -42,6 +52,7 @@ OBJECTS: dict[str, type[Any]] = {
     "webhook": WebhookEndpoint,
     "run": CertificationRun,
     "pair": Pair,
+    "worker": Worker,
 }
 
 
@@ -86,6 +97,8 @@ def _fill() -> None:
     workload_create(owner=owner, name="mine", verifier_repo_id=pairs[0].verifier.repo_id, chunks=[json.dumps(request).encode()])
     webhook_endpoint_create(owner=owner, url="http://127.0.0.1:9/hook", events=[])
     deployment_create(owner=owner, name="prod-eu-1", pair=pairs[0])
+    _, token = registration_token_create(owner=owner, labels=["cpu"])
+    worker_register(secret=token, name="team-box", engine_build="0.32.0", evidence={})
 
 
 def arguments(name: str, parameters: list[str]) -> dict[str, Any]:
