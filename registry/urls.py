@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from registry import views
 from registry.deployments import views as deployment_views
+from registry.fleet import views as fleet_views
 from registry.logins import AdminSignInForm, SignInForm, ThrottledPasswordChange, ThrottledPasswordReset
 from registry.metrics import metrics
 from registry.traffic import views as traffic_views
@@ -30,6 +31,8 @@ urlpatterns = [
     path("workloads/<int:pk>/", traffic_views.workload_detail, name="workload"),
     path("workloads/<int:pk>/delete/", traffic_views.workload_remove, name="workload-delete"),
     path("workloads/<int:pk>/export.jsonl", traffic_views.workload_export, name="workload-export"),
+    path("workers/", fleet_views.workers, name="workers"),
+    path("workers/<int:pk>/revoke/", fleet_views.worker_revoke, name="worker-revoke"),
     path("deployments/", deployment_views.deployments, name="deployments"),
     path("deployments/<int:pk>/", deployment_views.deployment_detail, name="deployment"),
     path("deployments/<int:pk>/token/", deployment_views.deployment_token, name="deployment-token"),

@@ -133,7 +133,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     runs = CertificationRun.objects.visible_to(request.user)  # another user's private run is a 404, not a 403
-    run = get_object_or_404(runs.select_related("pair__verifier", "pair__draft"), pk=pk)
+    run = get_object_or_404(runs.select_related("pair__verifier", "pair__draft", "worker__owner"), pk=pk)
     error = ERRORS.get(run.error_code)
     return render(request, "registry/run.html", {"run": run, "hint": error.hint if error else "", **run_figures(run)})
 

@@ -220,6 +220,22 @@ class EngineQualificationOut(serializers.ModelSerializer[EngineQualification]):
         return reverse("api-engine", args=[row.digest])
 
 
+class MeasuredOnOut(serializers.Serializer[Any]):
+    kind = serializers.ChoiceField(choices=["hosted", "self-hosted"])
+    worker = serializers.CharField(allow_null=True)
+    owner = serializers.CharField(allow_null=True)
+    engine_build = serializers.CharField(allow_null=True)
+    evidence = serializers.DictField(allow_null=True)
+
+
+def measured_on(run: CertificationRun) -> dict[str, Any]:
+    worker = run.worker
+    if worker is None:
+        return {"kind": "hosted", "worker": None, "owner": None, "engine_build": None, "evidence": None}
+    return {"kind": "self-hosted", "worker": worker.name, "owner": worker.owner.get_username(),
+            "engine_build": worker.engine_build, "evidence": worker.hardware_evidence}  # fmt: skip
+
+
 class RunOut(serializers.ModelSerializer[CertificationRun]):
     results = WorkloadResultOut(many=True, read_only=True)
     verdict = serializers.SerializerMethodField()
@@ -230,15 +246,22 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     acceptance = serializers.SerializerMethodField()
     best_k = serializers.SerializerMethodField()
     schedule = serializers.SerializerMethodField()
+    measured_on = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
         fields = [
-            "id", "pair", "workload", "engine", "engine_version", "hardware", "trigger", "priority", "dispatched_at", "state",
-            "stage", "progress", "attempts",
+            "id", "pair", "workload", "engine", "engine_version", "hardware", "measured_on", "trigger", "priority",
+            "dispatched_at", "state", "stage", "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
             "verdict", "acceptance", "speed", "best_k", "schedule", "latency", "measurement", "smoke", "results",
         ]  # fmt: skip
+
+    @extend_schema_field(MeasuredOnOut)
+    def get_measured_on(self, run: CertificationRun) -> dict[str, Any]:
+        """Where the run was measured: SpecHub's hosted pool, or a team's own machine (its name, owner and what it
+        reported of its hardware and engine build)."""
+        return measured_on(run)
 
     def to_representation(self, instance: CertificationRun) -> dict[str, Any]:
         # The four document fields below share one read of the run's document (selectors.run_figures).

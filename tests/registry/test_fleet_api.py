@@ -158,6 +158,13 @@ def test_an_upload_is_held_to_the_claim_and_stored_once_and_signed_by_the_regist
     assert again.status_code == 201 and again.json() == stored.json()  # the retry after a lost answer stores nothing
     run.refresh_from_db()
     assert run.results.count() == 0 and run.certificate.document  # signed here, with the registry's key
+    measured = signed_in(owner).get(f"/api/v1/runs/{run.pk}/").json()["measured_on"]
+    assert measured == {"kind": "self-hosted", "worker": "box-1", "owner": "team", "engine_build": "0.32.0",
+                        "evidence": {"devices": ["cpu"]}}  # fmt: skip
+    assert (
+        "<strong>self-hosted</strong>: measured on team's machine box-1"
+        in signed_in(owner).get(f"/runs/{run.pk}/").content.decode()
+    )
     assert list(WorkerEvent.objects.filter(worker_id=worker_id).values_list("action", flat=True)[:3]) == [
         "uploaded", "refused", "refused"]  # fmt: skip
 
@@ -200,3 +207,23 @@ def test_a_fault_code_fails_the_attempt_and_an_ephemeral_worker_is_gone_after_it
     assert failed.status_code == 200 and failed.json()["requeued"] is True
     assert Worker.objects.get(pk=worker_id).revoked_at is not None
     assert post(worker, f"{API}/claim/").status_code == 401
+
+
+def test_the_workers_page_shows_a_token_once_with_the_command_lists_machines_and_their_log(owner, stranger):
+    client = signed_in(owner)
+    empty = client.get("/workers/")
+    assert empty.status_code == 200 and b"No machines yet" in empty.content
+    made = client.post("/workers/", {"labels": ["gpu.h100"]})
+    token = RegistrationToken.objects.get()
+    page = made.content.decode()
+    assert made.status_code == 200 and "python -m workers serve --registry http://testserver --token shr_" in page
+    assert token.token_hash not in page and "shown this once" in page
+    assert "shr_" not in client.get("/workers/").content.decode()  # never again
+    refused = client.post("/workers/", {"labels": ["<script>"]})
+    assert refused.status_code == 422 and "are not hardware classes here" in refused.content.decode()
+    _, worker_id = registered(owner, ["gpu.h100"])
+    listed = client.get("/workers/").content.decode()
+    assert "box-1" in listed and "registered" in listed and "Revoke" in listed
+    assert signed_in(stranger).post(f"/workers/{worker_id}/revoke/").status_code == 404
+    assert client.post(f"/workers/{worker_id}/revoke/").status_code == 302
+    assert "revoked" in client.get("/workers/").content.decode() and Worker.objects.get(pk=worker_id).revoked_at
