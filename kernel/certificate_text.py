@@ -32,6 +32,7 @@ def describe(verified: Verified, now: datetime) -> tuple[str, bool]:
     lines = [
         f"Signature valid (ed25519, key {verified.key_id}); digest {verified.digest}.",
         _headline(payload),
+        *_measured_on(payload.get("measured_on")),
         *_properties(payload),
         *_results(payload.get("results")),
         f"  issued {_shown(payload.get('issued_at'))}, " + _expiry(payload.get("expires_at"), expiry, expired),
@@ -87,6 +88,17 @@ def _headline(payload: dict[str, Any]) -> str:
     draft = _pinned(inputs["draft"]) if inputs.get("draft") else _shown(inputs.get("method"))
     return (f"  {_shown(payload.get('verdict'))}: {draft} → {_pinned(inputs.get('verifier'))}"
             f" (k={_shown(inputs.get('num_speculative_tokens'))}) on {_shown(inputs.get('hardware'))}")  # fmt: skip
+
+
+def _measured_on(value: object) -> list[str]:
+    """Where it was measured, for a certificate that says (older ones do not: nothing is printed for them)."""
+    found = _object(value)
+    if not found:
+        return []
+    if found.get("kind") != "self-hosted":
+        return [f"  measured on {_shown(found.get('kind'))} workers"]
+    return [f"  measured SELF-HOSTED, on {_shown(found.get('owner'))}'s machine {_shown(found.get('worker'))} "
+            f"(engine build {_shown(found.get('engine_build'))}): the owner's hardware, not SpecHub's"]  # fmt: skip
 
 
 def _pinned(value: object) -> str:

@@ -64,6 +64,8 @@ class Payload(TypedDict):
     # qualification (by digest) the verdict was judged with; absent from older certificates.
     properties: NotRequired[Properties | None]
     qualification: NotRequired[dict[str, str] | None]
+    # Since self-hosted workers: "hosted" or "self-hosted", with the worker, its owner and what it reported.
+    measured_on: NotRequired[dict[str, object] | None]
 
 
 class CertificateInvalid(Exception):

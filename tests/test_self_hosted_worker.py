@@ -73,7 +73,10 @@ def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_an
     run.refresh_from_db()
     assert run.state == RunState.FINISHED and run.worker is not None and run.worker.owner == owner
     assert run.claimed_by == f"self-hosted:{run.worker.pk}:team-box"
-    certificates.verify(run.certificate.document.encode(), signing_key().public_key())  # signed by the registry
+    verified = certificates.verify(run.certificate.document.encode(), signing_key().public_key())  # the registry's key
+    measured = verified.payload["measured_on"]
+    assert measured == {"kind": "self-hosted", "worker": "team-box", "owner": "team", "engine_build": run.worker.engine_build,
+                        "evidence": run.worker.hardware_evidence}  # fmt: skip
     assert stat.S_IMODE(os.stat(credentials).st_mode) == 0o600 and token not in credentials.read_text()
     assert run.worker.engine_build and run.worker.hardware_evidence["cpus"] >= 1
     # Registered once: the second start reads its credential, and a used token would be refused anyway.

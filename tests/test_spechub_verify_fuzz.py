@@ -185,6 +185,18 @@ def test_a_whole_certificate_is_described_section_by_section():
     check_description(text, body)
 
 
+def test_a_self_hosted_certificate_says_whose_machine_measured_it_and_an_older_one_says_nothing_of_it():
+    def described(body: dict[str, Any]) -> str:
+        return certificate_text.describe(certificates.verify(signed(body), KEY.public_key()), NOW)[0]
+
+    owned = {"kind": "self-hosted", "worker": "box-1", "owner": "team", "engine_build": "0.32.0"}
+    assert "  measured SELF-HOSTED, on team's machine box-1 (engine build 0.32.0): the owner's hardware" in described(
+        {**payload(), "measured_on": owned}
+    )
+    assert "  measured on hosted workers" in described({**payload(), "measured_on": {"kind": "hosted"}})
+    assert "measured" not in described(payload()).split("\n")[2]
+
+
 def test_spechub_verify_reads_a_valid_certificate_without_a_throughput_section(issuer_directory):
     body = payload()
     del body["results"]["throughput"]

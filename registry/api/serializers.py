@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from kernel import result
 from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
+from registry.fleet.selectors import measured_on
 from registry.models import (
     Certificate,
     CertificationRun,
@@ -226,14 +227,6 @@ class MeasuredOnOut(serializers.Serializer[Any]):
     owner = serializers.CharField(allow_null=True)
     engine_build = serializers.CharField(allow_null=True)
     evidence = serializers.DictField(allow_null=True)
-
-
-def measured_on(run: CertificationRun) -> dict[str, Any]:
-    worker = run.worker
-    if worker is None:
-        return {"kind": "hosted", "worker": None, "owner": None, "engine_build": None, "evidence": None}
-    return {"kind": "self-hosted", "worker": worker.name, "owner": worker.owner.get_username(),
-            "engine_build": worker.engine_build, "evidence": worker.hardware_evidence}  # fmt: skip
 
 
 class RunOut(serializers.ModelSerializer[CertificationRun]):

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from kernel import certificates, result
 from kernel.spec import inputs_of
+from registry.fleet.selectors import measured_on
 from registry.models import Certificate, CertificationRun, Verdict
 from registry.selectors import run_document
 
@@ -67,6 +68,7 @@ def certificate_payload(
         "reproduce": REPRODUCE,
         "properties": verdict.get("properties"),
         "qualification": verdict.get("qualification"),
+        "measured_on": measured_on(run),
     }
 
 
