@@ -27,6 +27,7 @@ from tests.support.processes import (
     process_env,
     run_whole,
     serving,
+    start_worker,
     wait_until,
     worker_database_url,
 )
@@ -59,8 +60,16 @@ def private_run(owner: User) -> CertificationRun:
 
 @pytest.fixture
 def registry(tmp_path):
-    with serving(compose_command("web"), tmp_path, {"DATABASE_URL": worker_database_url()}) as base:
-        yield base
+    """The registry as compose runs it: the web tier with the public key only, and a hosted worker holding the
+    signing key (it signs the uploads)."""
+    public = certificates.public_key_text(signing_key().public_key())
+    web = {"DATABASE_URL": worker_database_url(), "SPECHUB_SIGNING_PUBLIC_KEY": public}
+    with serving(compose_command("web"), tmp_path, web, drop=("SPECHUB_SIGNING_KEY",)) as base:
+        signer = start_worker("worker-cpu", tmp_path)
+        try:
+            yield base
+        finally:
+            signer.stop()
 
 
 def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_and_the_registry_signs_it(registry, tmp_path):
@@ -70,8 +79,9 @@ def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_an
     credentials = tmp_path / "worker.json"
     done = run_whole(serve_command(registry, token, credentials, "injected_quick_stages", "--once"), worker_env(tmp_path), 120)
     assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    wait_until(lambda: CertificationRun.objects.get(pk=run.pk).state == RunState.FINISHED, 60, "the signer to finish it")
     run.refresh_from_db()
-    assert run.state == RunState.FINISHED and run.worker is not None and run.worker.owner == owner
+    assert run.worker is not None and run.worker.owner == owner
     assert run.claimed_by == f"self-hosted:{run.worker.pk}:team-box"
     verified = certificates.verify(run.certificate.document.encode(), signing_key().public_key())  # the registry's key
     measured = verified.payload["measured_on"]
@@ -105,6 +115,7 @@ def test_a_worker_killed_mid_run_loses_its_lease_and_another_certifies_the_run_o
     )
     done = run_whole(command, worker_env(tmp_path), 120)
     assert done.returncode == 0, done.stderr[-3000:]
+    wait_until(lambda: CertificationRun.objects.get(pk=run.pk).state == RunState.FINISHED, 60, "the signer to finish it")
     run.refresh_from_db()
     markers = (tmp_path / f"{run.pk}.log").read_text()
     assert run.state == RunState.FINISHED and run.attempts == 2 and markers.count("end verdict") == 1

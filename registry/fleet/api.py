@@ -206,9 +206,10 @@ class ResultIn(AttemptIn):
 
 
 class Result(WorkerView):
-    """POST: the held run's result document; checked, stored once, and signed by the registry."""
+    """POST: the held run's result document: checked, kept once, then judged and signed by a registry process that
+    holds the signing key (202: the run is publishing)."""
 
-    @extend_schema(request=ResultIn, responses={201: dict[str, Any]})
+    @extend_schema(request=ResultIn, responses={202: dict[str, Any]})
     def post(self, request: Request, pk: int) -> Response:
         given = ResultIn(data=request.data)
         given.is_valid(raise_exception=True)
@@ -217,9 +218,7 @@ class Result(WorkerView):
                                          document=given.validated_data["document"])  # fmt: skip
         except FleetRefused as exc:
             raise PermissionDenied(str(exc), code="refused") from None
-        certificate = getattr(run, "certificate", None)
-        return Response({"run": run.pk, "state": run.state, "certificate": certificate.pk if certificate else None},
-                        status=status.HTTP_201_CREATED)  # fmt: skip
+        return Response({"run": run.pk, "state": run.state}, status=status.HTTP_202_ACCEPTED)
 
 
 class FailIn(AttemptIn):

@@ -24,6 +24,7 @@ from kernel import result
 from kernel.errors import ERRORS, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
+from registry.dispatch import task_send_on_commit
 from registry.models import CertificationRun, RegistrationToken, Worker, WorkerAction, WorkerEvent
 from registry.params import echo
 from registry.selectors.runs import run_spec
@@ -35,6 +36,7 @@ from registry.services.runs import (
     run_fail,
     run_finish,
     run_heartbeat,
+    run_keep_upload,
     run_mark_stale,
     run_progress,
 )
@@ -185,8 +187,9 @@ def _checked(worker: Worker, run: CertificationRun, document: Mapping[str, Any])
 
 
 def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mapping[str, Any]) -> CertificationRun:
-    """Store the result of the run the worker holds and have the registry sign it. The same upload again (a retry
-    after the answer was lost) returns the run it finished: one result is stored."""
+    """Check the held run's result and keep it for signing. The web tier holds only the public key: a process that
+    holds the signing key finishes the run (upload_finish, sent as a task). The same upload again (a retry after the
+    answer was lost) changes nothing: one result is stored."""
     sha256 = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
     stored = WorkerEvent.objects.filter(worker=worker, run_id=run_id, action=WorkerAction.UPLOADED, document_sha256=sha256)
     if stored.exists():
@@ -197,14 +200,25 @@ def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mappin
     except FleetRefused as refused:
         _audit(worker, WorkerAction.REFUSED, run, str(refused))
         raise
-    try:
-        finished = run_finish(run_id=run_id, attempt=attempt, document=dict(document))  # type: ignore[arg-type]
-    except RunNotActive:
-        raise FleetRefused(f"Run {run_id} is no longer held at attempt {attempt}: its lease ended.") from None
-    WorkerEvent.objects.create(worker=worker, action=WorkerAction.UPLOADED, run=finished, detail=f"attempt {attempt}",
-                               document_sha256=sha256)  # fmt: skip
+    with transaction.atomic():
+        run_keep_upload(run_id=run_id, attempt=attempt, document=document)
+        WorkerEvent.objects.create(worker=worker, action=WorkerAction.UPLOADED, run=run, detail=f"attempt {attempt}",
+                                   document_sha256=sha256)  # fmt: skip
+        task_send_on_commit("registry.finish_upload", run_id, attempt)
     _end_if_ephemeral(worker)
-    return finished
+    return CertificationRun.objects.get(pk=run_id)
+
+
+def upload_finish(*, run_id: int, attempt: int) -> CertificationRun | None:
+    """Finish an uploaded run, where the signing key is: judged, stored, signed and published (run_finish). None
+    when the run is no longer that attempt's (its lease went stale before a signer took it: it is queued again)."""
+    run = CertificationRun.objects.filter(pk=run_id, attempts=attempt, state=RunState.PUBLISHING).first()
+    if run is None or run.result is None:
+        return None
+    try:
+        return run_finish(run_id=run_id, attempt=attempt, document=run.result)
+    except RunNotActive:
+        return None
 
 
 def worker_fail(*, worker: Worker, run_id: int, attempt: int, code: str, detail: str) -> bool:

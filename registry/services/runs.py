@@ -235,6 +235,15 @@ def run_finish(*, run_id: int, attempt: int, document: result.ResultDocument) ->
     return run
 
 
+def run_keep_upload(*, run_id: int, attempt: int, document: Mapping[str, Any]) -> None:
+    """Keep an attempt's uploaded document for a process that can sign: the run waits in PUBLISHING, beating."""
+    with transaction.atomic():
+        run = _locked_attempt(run_id, attempt)
+        _advance(run, RunState.PUBLISHING)
+        fields = {"stage": "publish", "heartbeat_at": timezone.now(), "result": dict(document), **_stage_timing(run, "publish")}
+        CertificationRun.objects.filter(pk=run_id).update(**fields)
+
+
 def _store_results(run: CertificationRun, workloads: dict[str, result.WorkloadFigures]) -> None:
     for category, measured in workloads.items():
         # A partial document (a director given fewer stages) may leave a part out.

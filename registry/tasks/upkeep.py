@@ -14,6 +14,7 @@ from kernel import children
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
 from registry.celery import app, hardware_queues
+from registry.fleet import services as fleet
 from registry.services import imports, notifications, publishing, qualifications, runs, schedules
 from registry.traffic import services as traffic
 
@@ -30,6 +31,12 @@ def import_from_hub() -> list[str]:
 def sweep_stale_runs() -> list[int]:
     """Re-queue runs whose heartbeat went quiet (their attempts are bounded)."""
     return runs.runs_requeue_stale()
+
+
+@app.task(name="registry.finish_upload")
+def finish_upload(run_id: int, attempt: int) -> str:
+    """Judge, store and sign a self-hosted worker's upload: this process holds the signing key, the web tier does not."""
+    return "finished" if fleet.upload_finish(run_id=run_id, attempt=attempt) else "no longer that attempt's"
 
 
 @app.task(name="registry.dispatch_lost_runs")

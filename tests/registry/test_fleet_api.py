@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from registry.fleet.services import upload_finish
 from registry.models import CertificationRun, RegistrationToken, Worker, WorkerEvent, Workload
 from registry.services.runs import run_create, runs_requeue_stale
 from registry.states import RunState
@@ -153,11 +154,13 @@ def test_an_upload_is_held_to_the_claim_and_stored_once_and_signed_by_the_regist
     assert wrong_build.status_code == 403 and "engine build '0.99.0'" in wrong_build.json()["error"]["message"]
 
     stored = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good})
-    assert stored.status_code == 201 and stored.json()["state"] == RunState.FINISHED and stored.json()["certificate"]
+    assert stored.status_code == 202 and stored.json()["state"] == RunState.PUBLISHING
     again = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good})
-    assert again.status_code == 201 and again.json() == stored.json()  # the retry after a lost answer stores nothing
+    assert again.status_code == 202 and again.json() == stored.json()  # the retry after a lost answer stores nothing
+    assert upload_finish(run_id=run.pk, attempt=claimed["attempt"]) is not None  # the task, where the key is
+    assert upload_finish(run_id=run.pk, attempt=claimed["attempt"]) is None  # and once only
     run.refresh_from_db()
-    assert run.results.count() == 0 and run.certificate.document  # signed here, with the registry's key
+    assert run.state == RunState.FINISHED and run.certificate.document and run.results.count() == 0
     measured = signed_in(owner).get(f"/api/v1/runs/{run.pk}/").json()["measured_on"]
     assert measured == {"kind": "self-hosted", "worker": "box-1", "owner": "team", "engine_build": "0.32.0",
                         "evidence": {"devices": ["cpu"]}}  # fmt: skip

@@ -1,0 +1,200 @@
+"""Benchmark: 200 self-hosted workers polling one registry at once (issue 41; targets: claim p95 at most 50 ms, and
+no run claimed twice).
+
+It creates (or empties) a database `spechub_bench_workers` on the server in DATABASE_URL, registers 200 workers and
+queues 400 runs on their label through the services, then serves the registry as docker-compose.yml does (gunicorn,
+two workers) and has every worker poll POST /api/v1/workers/claim/ at once (asyncio, one connection each) until the
+queue is empty: first steadily (each polls every 10 s and holds a run 20 s), then in a storm (all at once, back to
+back, the worst case). It prints the claim latencies of each (every answer, 200 or 204) and how many runs were
+claimed more than once (from the answers, the runs' attempts and the audit log).
+
+Run: `python -m bench.workers [--workers 200] [--runs 400]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+DATABASE = "spechub_bench_workers"
+LABEL = "gpu.h100"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def use_bench_database() -> str:
+    import psycopg
+
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/spechub")
+    parts = urlsplit(base)
+    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {DATABASE}")
+    url = urlunsplit(parts._replace(path=f"/{DATABASE}"))
+    os.environ.update(DATABASE_URL=url, DJANGO_SETTINGS_MODULE="registry.settings")
+    import django
+
+    django.setup()
+    return url
+
+
+def fill(workers: int) -> list[str]:
+    """Register `workers` workers of one owner; return their credentials."""
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from registry.fleet.services import registration_token_create, worker_register
+    from registry.models import HubModel
+
+    call_command("migrate", verbosity=0)
+    owner = User.objects.create_user("team")
+    HubModel.objects.create(repo_id="org/verifier", sha="a" * 40, role="verifier")
+    credentials = []
+    for number in range(workers):
+        _, token = registration_token_create(owner=owner, labels=[LABEL])
+        credentials.append(worker_register(secret=token, name=f"box-{number}", engine_build="0.32.0", evidence={})[1])
+    return credentials
+
+
+def queue(runs: int) -> None:
+    """Queue `runs` runs of the workers' owner on their label (through the models: nothing is dispatched)."""
+    from django.contrib.auth.models import User
+
+    from registry.models import CertificationRun, HubModel, Pair
+
+    owner, verifier = User.objects.get(username="team"), HubModel.objects.get(repo_id="org/verifier")
+    first = Pair.objects.count()
+    pairs = (Pair(verifier=verifier, method="ngram", num_speculative_tokens=4, identity=f"{first + i:064x}") for i in range(runs))
+    made = Pair.objects.bulk_create(pairs)
+    CertificationRun.objects.bulk_create(
+        CertificationRun(pair=pair, engine="vllm", hardware=LABEL, requested_by=owner) for pair in made
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def poll(client: httpx.AsyncClient, credential: str, pace: Pace, latencies: list[float], claimed: list[int]) -> None:
+    """One worker: claim; with a run, hold it `pace.run` seconds (it measures nothing: a claim's cost is the subject),
+    without one wait `pace.poll` seconds; until `pace.until`. A storm has no waits at all."""
+    await asyncio.sleep(pace.offset())
+    while time.perf_counter() < pace.until:
+        started = time.perf_counter()
+        answer = await client.post("/api/v1/workers/claim/", headers={"Authorization": f"Worker {credential}"})
+        latencies.append(time.perf_counter() - started)
+        if answer.status_code == 204:
+            if pace.storm:
+                return
+            await asyncio.sleep(pace.poll)
+            continue
+        answer.raise_for_status()
+        claimed.append(answer.json()["run"])
+        await asyncio.sleep(pace.run)
+
+
+@dataclass
+class Pace:
+    poll: float
+    run: float
+    until: float
+    storm: bool = False
+
+    def offset(self) -> float:
+        return 0.0 if self.storm else random.uniform(0, self.poll)  # noqa: S311 - a schedule, not a secret
+
+
+async def phase(base: str, credentials: list[str], pace: Pace) -> tuple[list[float], list[int], float]:
+    latencies: list[float] = []
+    claimed: list[int] = []
+    started = time.perf_counter()
+    limits = httpx.Limits(max_connections=len(credentials))
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+        await asyncio.gather(*(poll(client, c, pace, latencies, claimed) for c in credentials))
+    return latencies, claimed, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workers", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--seconds", type=float, default=40.0, help="How long the steady phase polls.")
+    args = parser.parse_args()
+    database = use_bench_database()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line a request, else
+    credentials = fill(args.workers)
+    port = free_port()
+    from kernel import certificates
+
+    public = certificates.public_key_text(certificates.private_key_from_seed(certificates.new_seed()).public_key())
+    env = {**os.environ, "DATABASE_URL": database, "DEBUG": "0", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "127.0.0.1",
+           "SECURE_SSL_REDIRECT": "0", "SPECHUB_SIGNING_PUBLIC_KEY": public}  # fmt: skip
+    env.pop("SPECHUB_SIGNING_KEY", None)  # the web tier holds only the public key
+    command = [sys.executable, "-m", "gunicorn", "registry.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    log = (ROOT / "var" / "bench-workers-gunicorn.log").open("w")
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait(base)
+        load_before = os.getloadavg()[0]
+        # Steady: each worker polls every 10 s (the default) from a random start, and holds a run 20 s.
+        queue(args.runs)
+        steady = asyncio.run(phase(base, credentials, Pace(poll=10.0, run=20.0, until=time.perf_counter() + args.seconds)))
+        # The storm: every worker claims back to back at once until the queue is empty (the worst case).
+        queue(len(steady[1]))  # the queue holds `runs` again
+        storm = asyncio.run(phase(base, credentials, Pace(poll=0.0, run=0.0, until=float("inf"), storm=True)))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print(f"{args.workers} workers, {args.runs} runs queued, load average {load_before:.2f} before")
+    report("steady (poll 10 s, a run 20 s)", *steady)
+    report("storm (all at once, back to back)", *storm)
+    check(steady[1] + storm[1], args.runs + len(steady[1]))
+
+
+def _wait(base: str) -> None:
+    for _ in range(300):
+        try:
+            httpx.get(f"{base}/healthz", timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise SystemExit(f"the registry at {base} did not answer")
+
+
+def report(name: str, latencies: list[float], claimed: list[int], seconds: float) -> None:
+    p50, p95 = (statistics.quantiles(latencies, n=100)[i] * 1000 for i in (49, 94))
+    print(f"{name}: {len(latencies)} claims in {seconds:.1f} s ({len(claimed)} with a run); latency p50 {p50:.1f} ms, "
+          f"p95 {p95:.1f} ms, max {max(latencies) * 1000:.1f} ms (target p95 <= 50 ms)")  # fmt: skip
+
+
+def check(claimed: list[int], runs: int) -> None:
+    """No run claimed twice: by the answers, by the runs' attempts, and by the audit log."""
+    from registry.models import CertificationRun, WorkerEvent
+
+    twice = len(claimed) - len(set(claimed))
+    attempts = CertificationRun.objects.filter(attempts__gt=1).count()
+    logged = WorkerEvent.objects.filter(action="claimed").values("run").distinct().count()
+    print(f"claimed twice: {twice} (answers), {attempts} (runs past attempt 1); runs claimed {len(set(claimed))} of {runs}, "
+          f"in the audit log {logged}")  # fmt: skip
+    if twice or attempts or logged != len(set(claimed)) or len(set(claimed)) != runs:
+        raise SystemExit("FAIL: a run was claimed twice or not at all")
+
+
+if __name__ == "__main__":
+    main()
