@@ -14,6 +14,7 @@ from registry.models import (
     Submission,
     WebhookDelivery,
     WebhookEndpoint,
+    Worker,
     WorkloadResult,
 )
 
@@ -99,3 +100,13 @@ class WebhookDeliveryAdmin(admin.ModelAdmin[WebhookDelivery]):
 
     def get_readonly_fields(self, request: object, obj: WebhookDelivery | None = None) -> list[str]:
         return [field.name for field in WebhookDelivery._meta.fields]
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin[Worker]):
+    """Staff approve a self-hosted worker for the public listing here (public_approved); the rest is the worker's."""
+
+    list_display = ["id", "name", "owner", "labels", "engine_build", "public_approved", "last_seen_at", "revoked_at"]
+    list_filter = ["public_approved"]
+    search_fields = ["name", "owner__username"]
+    fields = ["public_approved"]  # a credential, its labels and its build change only through registry/fleet/services.py
