@@ -37,8 +37,9 @@ SECRETS = ("DATABASE_URL", "CELERY_BROKER_URL", "SPECHUB_SIGNING_KEY", "DJANGO_S
 LABEL = "gpu.h100"  # a class no hosted worker in the session listens for: only the self-hosted worker takes the run
 
 
-def serve_command(base: str, token: str, credentials: Path, stages: str, *extra: str) -> list[str]:
-    return [str(BIN / "python"), "-m", "workers", "serve", "--registry", base, "--token", token, "--credential-file",
+def serve_command(base: str, token: str | None, credentials: Path, stages: str, *extra: str) -> list[str]:
+    registration = ["--token", token] if token else []
+    return [str(BIN / "python"), "-m", "workers", "serve", "--registry", base, *registration, "--credential-file",
             str(credentials), "--stages", f"tests.support.stages.{stages}", "--name", "team-box", *extra]  # fmt: skip
 
 
@@ -89,11 +90,12 @@ def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_an
                         "evidence": run.worker.hardware_evidence}  # fmt: skip
     assert stat.S_IMODE(os.stat(credentials).st_mode) == 0o600 and token not in credentials.read_text()
     assert run.worker.engine_build and run.worker.hardware_evidence["cpus"] >= 1
-    # Registered once: the second start reads its credential, and a used token would be refused anyway.
-    again = run_whole(
-        serve_command(registry, "shr_spent", credentials, "injected_quick_stages", "--once"), worker_env(tmp_path), 60
-    )
+    # Registered once: a later start reads its credential; the token, spent, registers nothing again.
+    quick = ("injected_quick_stages", "--once")
+    again = run_whole(serve_command(registry, None, credentials, *quick), worker_env(tmp_path), 60)
     assert again.returncode == 0, again.stderr[-2000:]
+    spent = run_whole(serve_command(registry, token, credentials, *quick), worker_env(tmp_path), 60)
+    assert spent.returncode == 5 and "was used already" in spent.stderr, spent.stderr[-2000:]
 
 
 def test_a_worker_killed_mid_run_loses_its_lease_and_another_certifies_the_run_once(registry, tmp_path, settings):

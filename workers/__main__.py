@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+import httpx
+
 from kernel import certificates, console, result
 from kernel.director import Director, Stage
 from kernel.errors import RunError, UserError
@@ -92,7 +94,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--registry", required=True, help="The registry's URL, e.g. https://spechub.example.")
-    serve.add_argument("--token", help="A registration token from your workers page (needed once: the credential is kept).")
+    serve.add_argument("--token", help="A registration token from your workers page: registers the machine (once; later "
+                       "starts read the credential it kept).")  # fmt: skip
     serve.add_argument("--credential-file", type=Path, default=Path.home() / ".config" / "spechub" / "worker.json",
                        help="Where the worker's credential is kept, readable by you only.")  # fmt: skip
     serve.add_argument("--name", default=platform.node() or "worker", help="The machine's name on your workers page.")
@@ -111,6 +114,9 @@ def run_serve(args: argparse.Namespace, terminal: console.Terminal) -> int:
     except remote.Refused as refused:
         terminal.err.write(f"serve stopped: {refused}\n")
         return 5
+    except httpx.HTTPError as unreachable:
+        terminal.err.write(f"serve stopped: the registry at {registry.url} did not answer ({unreachable}).\n")
+        return 6
 
 
 def _qualify_arguments(qualify: argparse.ArgumentParser) -> None:

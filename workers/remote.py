@@ -33,6 +33,10 @@ API = "/api/v1/workers"
 class Refused(Exception):
     """The registry said no; its reason, as it gave it."""
 
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
 
 @dataclass
 class Registry:
@@ -42,12 +46,23 @@ class Registry:
     credential: str = ""
     timeout: float = 60.0
 
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None, **params: Any) -> httpx.Response:
+    def __post_init__(self) -> None:
+        self.url = self.url.rstrip("/")
+
+    def call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, retry: bool = True, **params: Any
+    ) -> httpx.Response:
+        """One call; with `retry`, a registry restarting is waited out. Only calls that are safe to repeat retry: a
+        registration or a claim whose answer was lost is not sent again (the token is spent, the lease taken)."""
         headers = {"Authorization": f"Worker {self.credential}"} if self.credential else {}
-        answer = self._retried(lambda: httpx.request(method, f"{self.url.rstrip('/')}{API}{path}", json=body,
-                                                     params=params, headers=headers, timeout=self.timeout))  # fmt: skip
+
+        def send() -> httpx.Response:
+            return httpx.request(method, f"{self.url}{API}{path}", json=body, params=params, headers=headers,
+                                 timeout=self.timeout)  # fmt: skip
+
+        answer = self._retried(send) if retry else send()
         if answer.status_code >= 400:
-            raise Refused(f"{method} {path}: HTTP {answer.status_code}: {_message(answer)}")
+            raise Refused(f"{method} {path}: HTTP {answer.status_code}: {_message(answer)}", answer.status_code)
         return answer
 
     def _retried(self, send: Callable[[], httpx.Response], tries: int = 6) -> httpx.Response:
@@ -96,22 +111,33 @@ def evidence(engine: str) -> dict[str, Any]:
 
 
 def credential(registry: Registry, path: Path, token: str | None, name: str, engine: str) -> str:
-    """The worker's credential: read from `path`, or got once for the registration token and kept there (0600)."""
-    if path.is_file():
-        stored: dict[str, str] = json.loads(path.read_text())
-        if stored.get("registry") == registry.url:
-            return stored["credential"]
-    if not token:
+    """The worker's credential: got for a registration token (a new token is a new registration) and kept in `path`
+    (0600, written whole), or read from there on later starts, for the same registry and engine build."""
+    build = installed_engine_build(engine) or "unknown"
+    if token:
+        body = {"registration_token": token, "name": name, "engine_build": build, "evidence": evidence(engine)}
+        answer = registry.call("POST", "/register/", body, retry=False).json()
+        _keep(path, {"registry": registry.url, "credential": answer["credential"], "worker": answer["worker"],
+                     "engine_build": build})  # fmt: skip
+        return str(answer["credential"])
+    stored: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
+    if stored.get("registry") != registry.url:
         raise Refused(f"No credential for {registry.url} in {path}: give --token a registration token from your "
                       "workers page (one hour, one use).")  # fmt: skip
-    build = installed_engine_build(engine) or "unknown"
-    body = {"registration_token": token, "name": name, "engine_build": build, "evidence": evidence(engine)}
-    answer = registry.call("POST", "/register/", body).json()
+    if stored.get("engine_build") != build:
+        raise Refused(f"This machine's {engine} is {build}, and the worker registered {stored.get('engine_build')}: its "
+                      "uploads would be refused. Register it again with a new token (--token).")  # fmt: skip
+    return stored["credential"]
+
+
+def _keep(path: Path, stored: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    partial = path.with_suffix(".part")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as file:
-        json.dump({"registry": registry.url, "credential": answer["credential"], "worker": answer["worker"]}, file)
-    return str(answer["credential"])
+        json.dump(stored, file)
+    os.chmod(partial, 0o600)  # a file left from before keeps its mode through O_CREAT
+    os.replace(partial, path)
 
 
 @contextmanager
@@ -133,7 +159,7 @@ def _workload(registry: Registry, spec: RunSpec) -> Iterator[None]:
 
 def one_run(registry: Registry, stages: str, heartbeat_seconds: float) -> bool:
     """Claim, measure and upload one run; False when there was none to claim."""
-    answer = registry.call("POST", "/claim/")
+    answer = registry.call("POST", "/claim/", retry=False)
     if answer.status_code == 204:
         return False
     claimed = answer.json()
@@ -143,22 +169,32 @@ def one_run(registry: Registry, stages: str, heartbeat_seconds: float) -> bool:
         with Heartbeat(beat, heartbeat_seconds), _workload(registry, spec):
             document = Director(load_stages(stages)).run(spec, _progress(registry, spec))
     except RunError as error:
-        registry.call("POST", f"/runs/{spec.run_id}/fail/", {"attempt": spec.attempt, "code": error.code, "detail": error.detail})
+        _fail(registry, spec, error.code, error.detail)
         return True
     except Exception as crashed:  # the worker's own bug: the run is not the pair's to fail
-        detail = f"{type(crashed).__name__}: {crashed}."
-        registry.call("POST", f"/runs/{spec.run_id}/fail/", {"attempt": spec.attempt, "code": "worker:crashed", "detail": detail})
+        _fail(registry, spec, "worker:crashed", f"{type(crashed).__name__}: {crashed}.")
         raise
     registry.call("POST", f"/runs/{spec.run_id}/result/", {"attempt": spec.attempt, "document": document})
     return True
+
+
+def _fail(registry: Registry, spec: RunSpec, code: str, detail: str) -> None:
+    """Hand the attempt back with its fault code; one whose lease is gone already has nothing to hand back."""
+    try:
+        registry.call("POST", f"/runs/{spec.run_id}/fail/", {"attempt": spec.attempt, "code": code, "detail": detail[:2000]})
+    except Refused as refused:
+        if refused.status not in (401, 403):
+            raise
 
 
 def _beat(registry: Registry, spec: RunSpec) -> Callable[[], bool]:
     def beat() -> bool:
         try:
             registry.call("POST", f"/runs/{spec.run_id}/heartbeat/", {"attempt": spec.attempt})
-        except (Refused, httpx.HTTPError):
-            return False  # the lease is gone (revoked, taken over): stop beating; the upload will be refused
+        except Refused as refused:
+            return refused.status not in (401, 403)  # the lease is gone (revoked, taken over): stop beating
+        except httpx.HTTPError:
+            pass  # the registry is away a moment: beat again next time
         return True
 
     return beat

@@ -21,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kernel import result
-from kernel.errors import ERRORS, RunError
+from kernel.errors import ERRORS, InfraError, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
 from registry.dispatch import task_send_on_commit
@@ -31,6 +31,7 @@ from registry.selectors.runs import run_spec
 from registry.services.runs import (
     RunBusy,
     RunNotActive,
+    awaiting_signature,
     run_claim,
     run_dispatch,
     run_fail,
@@ -44,6 +45,7 @@ from registry.states import ACTIVE_STATES, RunState
 
 REGISTRATION_PREFIX, WORKER_PREFIX = "shr_", "shw_"  # the formats' prefixes, not secrets
 REGISTRATION_LIFETIME = timedelta(hours=1)
+MAX_EVIDENCE_BYTES = 16_384
 MAX_LABELS = 8
 
 
@@ -82,6 +84,8 @@ def registration_token_create(*, owner: Any, labels: object, ephemeral: bool = F
 
 def worker_register(*, secret: str, name: str, engine_build: str, evidence: Mapping[str, Any]) -> tuple[Worker, str]:
     """Trade a registration token, once and within its hour, for the worker's own credential (returned this once)."""
+    if len(json.dumps(evidence)) > MAX_EVIDENCE_BYTES:
+        raise FleetRefused(f"The hardware evidence is over {MAX_EVIDENCE_BYTES:,} bytes: send the devices' names and memory.")
     with transaction.atomic():
         token = RegistrationToken.objects.select_for_update().filter(token_hash=digest(secret)).first()
         if token is None or token.used_at is not None or token.expires_at <= timezone.now():
@@ -107,9 +111,10 @@ def worker_authenticated(*, secret: str) -> Worker | None:
 
 
 def claimable(worker: Worker) -> Q:
-    """The runs a worker may take: queued, on its labels, and its owner's (their workloads, their submissions and
-    deployments' re-certifications); public pairs' runs too only once staff approved the worker for them."""
-    owned = Q(workload__owner=worker.owner) | Q(requested_by=worker.owner)
+    """The runs a worker may take: queued, on its labels, on its owner's own workloads (their traffic, and their
+    deployments' re-certifications on it); runs on the public suite, which publish to the listing, only once staff
+    approved the worker for them."""
+    owned = Q(workload__owner=worker.owner)  # private: the run's certificate lists nothing public
     scope = owned | Q(workload__isnull=True) if worker.public_approved else owned
     return Q(state=RunState.QUEUED, hardware__in=worker.labels) & scope
 
@@ -133,7 +138,8 @@ def worker_claim(*, worker: Worker) -> RunSpec | None:
 
 
 def _held(worker: Worker, run_id: int, attempt: int) -> CertificationRun:
-    run = CertificationRun.objects.filter(pk=run_id, worker=worker, attempts=attempt, state__in=ACTIVE_STATES).first()
+    held = {"worker": worker, "claimed_by": worker.identity, "attempts": attempt, "state__in": ACTIVE_STATES}
+    run = CertificationRun.objects.filter(pk=run_id, **held).first()
     if run is None:
         raise FleetRefused(f"This worker does not hold run {run_id} at attempt {attempt}: claim a run before reporting on it.")
     return run
@@ -173,15 +179,16 @@ def _spec_as_claimed(run: CertificationRun) -> dict[str, Any]:
 def _checked(worker: Worker, run: CertificationRun, document: Mapping[str, Any]) -> None:
     """The document before anything is stored: its schema, the spec claimed (and so the pinned revisions), and the
     engine build the worker registered with."""
-    try:
+    try:  # what run_finish will read of it, read now: a shape it trips on is refused here, not stored
         loaded = result.load(document)
-    except (ValueError, KeyError, TypeError) as invalid:
-        raise FleetRefused(f"The result document does not read as one: {invalid}") from None
+        built = result.engine_build(loaded) if loaded is not None else None
+        result.workloads(loaded), result.verdict(loaded), result.environment(loaded)
+    except Exception as invalid:  # noqa: BLE001  # an upload is hostile input: any shape the reader trips on is refused
+        raise FleetRefused(f"The result document does not read as one ({type(invalid).__name__}: {invalid!s:.200}).") from None
     if loaded is None:
         raise FleetRefused("The result document is empty: upload the document the worker wrote.")
-    if dict(document.get("spec") or {}) != _spec_as_claimed(run):
+    if document.get("spec") != _spec_as_claimed(run):
         raise FleetRefused(f"The document's spec is not the one run {run.pk} was claimed with (pair, revisions, plan).")
-    built = result.engine_build(loaded)
     if built != worker.engine_build:
         raise FleetRefused(f"The document names engine build {built!r}; this worker registered {worker.engine_build!r}.")
 
@@ -201,7 +208,10 @@ def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mappin
         _audit(worker, WorkerAction.REFUSED, run, str(refused))
         raise
     with transaction.atomic():
-        run_keep_upload(run_id=run_id, attempt=attempt, document=document)
+        try:
+            run_keep_upload(run_id=run_id, attempt=attempt, document=document)
+        except (RunNotActive, RunBusy) as gone:
+            raise FleetRefused(f"Run {run_id} takes no upload at attempt {attempt}: {gone}.") from None
         WorkerEvent.objects.create(worker=worker, action=WorkerAction.UPLOADED, run=run, detail=f"attempt {attempt}",
                                    document_sha256=sha256)  # fmt: skip
         task_send_on_commit("registry.finish_upload", run_id, attempt)
@@ -219,6 +229,10 @@ def upload_finish(*, run_id: int, attempt: int) -> CertificationRun | None:
         return run_finish(run_id=run_id, attempt=attempt, document=run.result)
     except RunNotActive:
         return None
+    except Exception as failed:  # a document the checks let through and the store could not take: measured again
+        detail = f"The uploaded document could not be stored ({type(failed).__name__}: {failed!s:.300})."
+        run_fail(run_id=run_id, attempt=attempt, error=InfraError("worker:crashed", detail))
+        raise
 
 
 def worker_fail(*, worker: Worker, run_id: int, attempt: int, code: str, detail: str) -> bool:
@@ -244,6 +258,8 @@ def worker_revoke(*, worker: Worker, action: WorkerAction = WorkerAction.REVOKED
     with transaction.atomic():
         Worker.objects.filter(pk=worker.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
         for run in CertificationRun.objects.select_for_update().filter(worker=worker, state__in=ACTIVE_STATES):
+            if awaiting_signature(run):  # its upload is in: the lease is over already
+                continue
             run_mark_stale(run=run)
             released.append(run.pk)
             if run.state == RunState.QUEUED:  # as a lost lease is (runs_requeue_stale): the hosted pool hears of it

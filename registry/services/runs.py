@@ -19,7 +19,7 @@ from kernel import result
 from kernel.errors import Fault, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
-from registry.dispatch import task_send
+from registry.dispatch import task_send, task_send_on_commit
 from registry.models import CertificationRun, Pair, Priority, RunTrigger, Workload, WorkloadResult
 from registry.params import echo
 from registry.selectors import run_spec
@@ -119,6 +119,12 @@ def run_cancel(*, run_id: int) -> CertificationRun:
     return run_transition(run_id=run_id, to=RunState.CANCELLED)
 
 
+def awaiting_signature(run: CertificationRun) -> bool:
+    """A self-hosted worker's checked upload, kept until a process holding the signing key finishes it: its lease is
+    over, so its heartbeat going quiet loses nothing (registry/fleet)."""
+    return run.state == RunState.PUBLISHING and run.worker_id is not None and run.result is not None
+
+
 def _heartbeat_is_fresh(run: CertificationRun) -> bool:
     quiet_since = timezone.now() - timedelta(seconds=settings.SPECHUB_STALE_AFTER_SECONDS)
     return run.heartbeat_at is not None and run.heartbeat_at > quiet_since
@@ -148,6 +154,8 @@ def run_claim(*, run_id: int, worker: str) -> RunSpec | None:
     """
     with transaction.atomic():
         run = _locked(run_id)
+        if awaiting_signature(run):
+            return None
         if run.state in ACTIVE_STATES:
             if _heartbeat_is_fresh(run):
                 raise RunBusy(f"run {run_id} is held by {run.claimed_by}")
@@ -164,6 +172,7 @@ def run_claim(*, run_id: int, worker: str) -> RunSpec | None:
             heartbeat_at=now,
             started_at=run.started_at or now,
             claimed_by=worker,
+            worker=None,  # a self-hosted worker's own claim sets it after this (registry/fleet)
             stage="fetch",
             progress=0,
             error_code="",
@@ -239,6 +248,8 @@ def run_keep_upload(*, run_id: int, attempt: int, document: Mapping[str, Any]) -
     """Keep an attempt's uploaded document for a process that can sign: the run waits in PUBLISHING, beating."""
     with transaction.atomic():
         run = _locked_attempt(run_id, attempt)
+        if awaiting_signature(run):
+            raise RunBusy(f"run {run_id} holds an upload already, waiting to be signed")
         _advance(run, RunState.PUBLISHING)
         fields = {"stage": "publish", "heartbeat_at": timezone.now(), "result": dict(document), **_stage_timing(run, "publish")}
         CertificationRun.objects.filter(pk=run_id).update(**fields)
@@ -291,6 +302,11 @@ def runs_requeue_stale(*, now: datetime | None = None) -> list[int]:
         with transaction.atomic():
             run = _locked(run_id)
             if run.state not in ACTIVE_STATES or _heartbeat_is_fresh(run):
+                continue
+            if awaiting_signature(run):  # no signer took it yet: ask again, keep the upload
+                run.heartbeat_at = timezone.now()
+                run.save(update_fields=["heartbeat_at"])
+                task_send_on_commit("registry.finish_upload", run_id, run.attempts)
                 continue
             run_mark_stale(run=run)
             if run.state == RunState.QUEUED:

