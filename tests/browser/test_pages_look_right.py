@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from registry.fleet.services import registration_token_create, worker_register
 from registry.models import CertificationRun, Deployment, Pair, Submission, SubmissionSource, SubmissionStatus
 from registry.services.demo import demo_catalog_load
 from registry.services.qualifications import qualification_record
@@ -105,6 +106,8 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
     alice = User.objects.create_user("alice", password=PASSWORD)
     imported_refusal()
     deployment = watched_deployment(alice, pairs["llama-draft-1l"])
+    _, token = registration_token_create(owner=alice, labels=["gpu.h100"])
+    worker_register(secret=token, name="team-h100-1", engine_build="0.32.0", evidence={"devices": [{"name": "NVIDIA H100"}]})
     return {
         "catalog": "/",
         "pair": f"/pairs/{measured.pk}/",
@@ -117,6 +120,7 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         "submit": "/submit/",  # signs alice in: the pages below are hers
         "deployments": "/deployments/",
         "deployment": f"/deployments/{deployment.pk}/",
+        "workers": "/workers/",
     }
 
 
