@@ -8,7 +8,6 @@ step counts proportionally (the tests build at a small scale twice).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import time
@@ -24,6 +23,7 @@ from zoo import ORG, broken, corpus, formats
 from zoo.eagle3 import Eagle3Head
 from zoo.tokenizer import save_tokenizer, special_ids, train_tokenizer
 from zoo.train import Schedule, distill_draft, draft_agreement, head_agreement, train_head, train_verifier
+from zoo.variants import file_digests
 
 VERIFIER, DRAFT, HEAD, HEAD_REDUCED = "llama-verifier", "llama-draft-1l", "eagle3-head", "eagle3-head-reduced"
 VOCAB, HIDDEN, LAYERS, HEADS, INTERMEDIATE, SEQ = 2048, 256, 4, 4, 688, 128
@@ -204,15 +204,6 @@ class Builder:
         config = speculators_config(layer, DRAFT_VOCAB)
         write_model(self.repo(HEAD_REDUCED), config, speculators_weights(reduced, mapping), card)
         self.timed("head_reduced", started)
-
-
-def file_digests(root: Path) -> dict[str, str]:
-    """Return the sha256 of every file under root, by relative path."""
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and path.name != "BUILD.json"
-    }
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ This module imports no torch until something has to be built: `ensure()` on a bu
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import tempfile
@@ -35,10 +36,17 @@ def pinned(zoo: Path = ZOO) -> dict[str, str]:
     return {path: digest for path, digest in files.items() if path.startswith(FOLDERS)}
 
 
+def file_digests(root: Path) -> dict[str, str]:
+    """The sha256 of every file under root, by relative path (BUILD.json's own record left out)."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.name != "BUILD.json"
+    }
+
+
 def built(zoo: Path = ZOO) -> dict[str, str]:
     """The digests of the variants' files as they are on disk."""
-    from zoo.build import file_digests
-
     return {path: digest for path, digest in file_digests(zoo).items() if path.startswith(FOLDERS)}
 
 
@@ -58,7 +66,11 @@ def _locked(zoo: Path) -> Iterator[None]:
 
 
 def _build_missing(zoo: Path) -> None:
-    from zoo import formats  # torch: only when a variant has to be built
+    try:
+        from zoo import formats  # torch: only when a variant has to be built
+    except ImportError as missing_torch:
+        raise VariantDiffers(f"the zoo's format variants are not built, and building them needs torch ({missing_torch}): "
+                             "run `python -m zoo.variants` where the cpu extra is installed") from None  # fmt: skip
 
     with tempfile.TemporaryDirectory(dir=zoo) as scratch:  # a build that fails half-way leaves nothing in the zoo
         formats.build_all(zoo / ORG, Path(scratch))

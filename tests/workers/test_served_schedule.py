@@ -21,6 +21,10 @@ def test_drafting_at_each_level_is_held_to_the_ks_of_the_batch_sizes_that_level_
     only_off = [Range(1, MAX_BATCH, 0)]
     assert served_schedule.honoured_at(only_off, 4, SpecCounters())["honoured"]
     assert not served_schedule.honoured_at(only_off, 4, SpecCounters(drafts=3, draft_tokens=12))["honoured"]
+    # Requests that start and end together run at the full batch only: nothing drafted is right where it drafts k = 0,
+    # and wrong where it drafts k > 0.
+    assert served_schedule.honoured_at(RANGES, 4, SpecCounters())["honoured"]
+    assert not served_schedule.honoured_at(RANGES, 2, SpecCounters())["honoured"]
 
 
 def level(low: float, high: float) -> Any:

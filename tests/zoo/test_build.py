@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.processes import ROOT
 from zoo import ORG, variants
-from zoo.build import file_digests
+from zoo.variants import file_digests
 
 ZOO = ROOT / "zoo" / "models"
 
