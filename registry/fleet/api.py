@@ -73,6 +73,12 @@ class WorkerView(APIView):
         assert isinstance(request.auth, Worker)
         return request.auth
 
+    def handle_exception(self, exc: Exception) -> Response:
+        """A refusal of the services is a 403 with its reason: the worker asked for what it does not hold."""
+        if isinstance(exc, FleetRefused):
+            exc = PermissionDenied(str(exc), code="refused")
+        return super().handle_exception(exc)
+
 
 def refused(exc: FleetRefused) -> DRFValidationError:
     return DRFValidationError({"detail": str(exc)}, code="refused")
@@ -157,10 +163,7 @@ class Heartbeat(WorkerView):
     @extend_schema(request=AttemptIn, responses={204: None})
     def post(self, request: Request, pk: int) -> Response:
         attempt = _attempt(request)
-        try:
-            services.worker_heartbeat(worker=self.worker(request), run_id=pk, attempt=attempt)
-        except FleetRefused as exc:
-            raise PermissionDenied(str(exc), code="not-held") from None
+        services.worker_heartbeat(worker=self.worker(request), run_id=pk, attempt=attempt)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -171,10 +174,7 @@ class WorkloadOut(WorkerView):
     def get(self, request: Request, pk: int) -> Response:
         given = AttemptIn(data=request.query_params)
         given.is_valid(raise_exception=True)
-        try:
-            found = services.worker_workload(worker=self.worker(request), run_id=pk, attempt=given.validated_data["attempt"])
-        except FleetRefused as exc:
-            raise PermissionDenied(str(exc), code="not-held") from None
+        found = services.worker_workload(worker=self.worker(request), run_id=pk, attempt=given.validated_data["attempt"])
         if found is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response({"sha256": found[0], "requests": found[1]})
@@ -193,11 +193,8 @@ class Progress(WorkerView):
         given = ProgressIn(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        try:
-            services.worker_progress(worker=self.worker(request), run_id=pk, attempt=data["attempt"], stage=data["stage"],
-                                     percent=data["percent"])  # fmt: skip
-        except FleetRefused as exc:
-            raise PermissionDenied(str(exc), code="not-held") from None
+        services.worker_progress(worker=self.worker(request), run_id=pk, attempt=data["attempt"], stage=data["stage"],
+                                 percent=data["percent"])  # fmt: skip
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -213,11 +210,8 @@ class Result(WorkerView):
     def post(self, request: Request, pk: int) -> Response:
         given = ResultIn(data=request.data)
         given.is_valid(raise_exception=True)
-        try:
-            run = services.worker_upload(worker=self.worker(request), run_id=pk, attempt=given.validated_data["attempt"],
-                                         document=given.validated_data["document"])  # fmt: skip
-        except FleetRefused as exc:
-            raise PermissionDenied(str(exc), code="refused") from None
+        run = services.worker_upload(worker=self.worker(request), run_id=pk, attempt=given.validated_data["attempt"],
+                                     document=given.validated_data["document"])  # fmt: skip
         return Response({"run": run.pk, "state": run.state}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -232,11 +226,8 @@ class Fail(WorkerView):
         given = FailIn(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        try:
-            retried = services.worker_fail(worker=self.worker(request), run_id=pk, attempt=data["attempt"], code=data["code"],
-                                           detail=data["detail"])  # fmt: skip
-        except FleetRefused as exc:
-            raise PermissionDenied(str(exc), code="refused") from None
+        retried = services.worker_fail(worker=self.worker(request), run_id=pk, attempt=data["attempt"], code=data["code"],
+                                       detail=data["detail"])  # fmt: skip
         return Response({"run": pk, "requeued": retried})
 
 
