@@ -18,7 +18,6 @@ import asyncio
 import logging
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+
+from zoo.localhub import free_port
 
 DATABASE = "spechub_bench_workers"
 LABEL = "gpu.h100"
@@ -69,25 +70,21 @@ def fill(workers: int) -> list[str]:
 
 
 def queue(runs: int) -> None:
-    """Queue `runs` runs of the workers' owner on their label (through the models: nothing is dispatched)."""
+    """Queue `runs` runs on the workers' owner's own workload, on their label: what an unapproved worker may claim
+    (through the models: nothing is dispatched)."""
     from django.contrib.auth.models import User
 
-    from registry.models import CertificationRun, HubModel, Pair
+    from registry.models import CertificationRun, HubModel, Pair, Workload
 
     owner, verifier = User.objects.get(username="team"), HubModel.objects.get(repo_id="org/verifier")
+    workload, _ = Workload.objects.get_or_create(owner=owner, name="bench", defaults={
+        "verifier": verifier, "sha256": "c" * 64, "format": "suite", "total_requests": 1, "unique_requests": 1})  # fmt: skip
     first = Pair.objects.count()
     pairs = (Pair(verifier=verifier, method="ngram", num_speculative_tokens=4, identity=f"{first + i:064x}") for i in range(runs))
     made = Pair.objects.bulk_create(pairs)
     CertificationRun.objects.bulk_create(
-        CertificationRun(pair=pair, engine="vllm", hardware=LABEL, requested_by=owner) for pair in made
+        CertificationRun(pair=pair, engine="vllm", hardware=LABEL, requested_by=owner, workload=workload) for pair in made
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def poll(client: httpx.AsyncClient, credential: str, pace: Pace, latencies: list[float], claimed: list[int]) -> None:
@@ -178,7 +175,7 @@ def _wait(base: str) -> None:
 
 
 def report(name: str, latencies: list[float], claimed: list[int], seconds: float) -> None:
-    p50, p95 = (statistics.quantiles(latencies, n=100)[i] * 1000 for i in (49, 94))
+    p50, p95 = (statistics.quantiles(latencies, n=100, method="inclusive")[i] * 1000 for i in (49, 94))
     print(f"{name}: {len(latencies)} claims in {seconds:.1f} s ({len(claimed)} with a run); latency p50 {p50:.1f} ms, "
           f"p95 {p95:.1f} ms, max {max(latencies) * 1000:.1f} ms (target p95 <= 50 ms)")  # fmt: skip
 

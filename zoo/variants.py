@@ -46,8 +46,13 @@ def file_digests(root: Path) -> dict[str, str]:
 
 
 def built(zoo: Path = ZOO) -> dict[str, str]:
-    """The digests of the variants' files as they are on disk."""
-    return {path: digest for path, digest in file_digests(zoo).items() if path.startswith(FOLDERS)}
+    """The digests of the variants' files as they are on disk (their folders only: the rest of the zoo is not read)."""
+    found: dict[str, str] = {}
+    for name in VARIANTS:
+        folder = zoo / ORG / name
+        if folder.is_dir():
+            found.update({f"{ORG}/{name}/{path}": digest for path, digest in file_digests(folder).items()})
+    return found
 
 
 def missing(zoo: Path = ZOO) -> list[str]:
@@ -86,8 +91,8 @@ def ensure(zoo: Path = ZOO) -> list[str]:
             names = missing(zoo)
             if names:
                 _build_missing(zoo)
-    differ = sorted(path for path, digest in built(zoo).items() if pinned(zoo).get(path) != digest)
-    differ += sorted(set(pinned(zoo)) - set(built(zoo)))
+    on_disk, record = built(zoo), pinned(zoo)
+    differ = sorted(path for path in on_disk.keys() | record.keys() if on_disk.get(path) != record.get(path))
     if differ:
         raise VariantDiffers(
             f"the zoo's format variants differ from zoo/models/BUILD.json in {', '.join(differ)}: delete "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
@@ -39,8 +40,6 @@ class WorkerAuthentication(BaseAuthentication):
         if worker is None:
             raise AuthenticationFailed("This worker credential is revoked or unknown: register the machine again with a "
                                        "new registration token.", code="worker-credential")  # fmt: skip
-        from django.contrib.auth.models import AnonymousUser
-
         return AnonymousUser(), worker
 
     def authenticate_header(self, request: Request) -> str:

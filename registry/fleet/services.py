@@ -16,6 +16,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -24,6 +25,7 @@ from kernel import result
 from kernel.errors import ERRORS, InfraError, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
+from registry.deployments.services import token_digest
 from registry.dispatch import task_send_on_commit
 from registry.models import CertificationRun, RegistrationToken, Worker, WorkerAction, WorkerEvent
 from registry.params import echo
@@ -53,10 +55,6 @@ class FleetRefused(Exception):
     """A worker's request the registry will not carry out; the message says why and what to do."""
 
 
-def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 def valid_labels(labels: object) -> list[str]:
     """Hardware classes, as the registry's queues name them (`cpu`, `gpu.h100`), or FleetRefused saying what is wrong."""
     if not isinstance(labels, list) or not labels or len(labels) > MAX_LABELS:
@@ -76,7 +74,7 @@ def registration_token_create(*, owner: Any, labels: object, ephemeral: bool = F
     """A token for one machine to register with, within the hour; the secret is returned this once, never stored."""
     secret = REGISTRATION_PREFIX + secrets.token_urlsafe(32)
     token = RegistrationToken.objects.create(
-        owner=owner, token_hash=digest(secret), labels=valid_labels(labels), ephemeral=ephemeral,
+        owner=owner, token_hash=token_digest(secret), labels=valid_labels(labels), ephemeral=ephemeral,
         expires_at=timezone.now() + REGISTRATION_LIFETIME,
     )  # fmt: skip
     return token, secret
@@ -85,9 +83,9 @@ def registration_token_create(*, owner: Any, labels: object, ephemeral: bool = F
 def worker_register(*, secret: str, name: str, engine_build: str, evidence: Mapping[str, Any]) -> tuple[Worker, str]:
     """Trade a registration token, once and within its hour, for the worker's own credential (returned this once)."""
     if len(json.dumps(evidence)) > MAX_EVIDENCE_BYTES:
-        raise FleetRefused(f"The hardware evidence is over {MAX_EVIDENCE_BYTES:,} bytes: send the devices' names and memory.")
+        raise ValidationError(f"The hardware evidence is over {MAX_EVIDENCE_BYTES:,} bytes: send the devices' names and memory.")
     with transaction.atomic():
-        token = RegistrationToken.objects.select_for_update().filter(token_hash=digest(secret)).first()
+        token = RegistrationToken.objects.select_for_update().filter(token_hash=token_digest(secret)).first()
         if token is None or token.used_at is not None or token.expires_at <= timezone.now():
             why = "was used already" if token and token.used_at else "has expired" if token else "is not one of ours"
             raise FleetRefused(f"The registration token {why}: make a new one on your workers page (one hour, one use).")
@@ -96,7 +94,7 @@ def worker_register(*, secret: str, name: str, engine_build: str, evidence: Mapp
         credential = WORKER_PREFIX + secrets.token_urlsafe(32)
         worker = Worker.objects.create(
             owner=token.owner, name=name, labels=token.labels, engine_build=engine_build, ephemeral=token.ephemeral,
-            token_hash=digest(credential), token_hint=credential[:10], hardware_evidence=dict(evidence),
+            token_hash=token_digest(credential), token_hint=credential[:10], hardware_evidence=dict(evidence),
         )  # fmt: skip
         _audit(worker, WorkerAction.REGISTERED, detail=f"labels {', '.join(worker.labels)}; engine build {engine_build}")
     return worker, credential
@@ -104,7 +102,7 @@ def worker_register(*, secret: str, name: str, engine_build: str, evidence: Mapp
 
 def worker_authenticated(*, secret: str) -> Worker | None:
     """The worker a credential names, unless revoked; its last call is remembered."""
-    worker = Worker.objects.select_related("owner").filter(token_hash=digest(secret), revoked_at__isnull=True).first()
+    worker = Worker.objects.select_related("owner").filter(token_hash=token_digest(secret), revoked_at__isnull=True).first()
     if worker is not None:
         Worker.objects.filter(pk=worker.pk).update(last_seen_at=timezone.now())
     return worker

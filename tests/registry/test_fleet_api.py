@@ -13,6 +13,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from kernel.spec import RunSpec, spec_of
+from registry.deployments.services import token_digest
 from registry.fleet.services import upload_finish
 from registry.models import CertificationRun, RegistrationToken, Worker, WorkerEvent, Workload
 from registry.services.runs import run_create, runs_requeue_stale
@@ -86,6 +88,10 @@ def test_hostile_labels_and_names_are_refused_with_the_reason(owner):
     token = post(signed_in(owner), f"{API}/tokens/", {"labels": ["gpu.h100"]}).json()["registration_token"]
     named = post(Client(), f"{API}/register/", {"registration_token": token, "name": "../../etc", "engine_build": "0.32.0"})
     assert named.status_code == 400 and "name" in named.json()["error"]["details"]
+    huge = {"registration_token": token, "name": "box", "engine_build": "0.32.0", "evidence": {"devices": ["x" * 20_000]}}
+    answer = post(Client(), f"{API}/register/", huge)
+    assert answer.status_code == 400 and "evidence is over 16,384 bytes" in answer.json()["error"]["message"]
+    assert not RegistrationToken.objects.get(token_hash=token_digest(token)).used_at  # nothing spent on a refusal
 
 
 def test_a_worker_claims_only_its_owners_runs_on_its_labels_and_public_ones_once_approved(owner, stranger):
@@ -173,15 +179,8 @@ def test_an_upload_is_held_to_the_claim_and_stored_once_and_signed_by_the_regist
         "uploaded", "refused", "refused"]  # fmt: skip
 
 
-def _spec(claimed: dict[str, Any]) -> Any:
-    from kernel.spec import ModelRef, Plan, RunSpec
-
-    fields = dict(claimed["spec"])
-    fields["verifier"] = ModelRef(**fields["verifier"])
-    fields["draft"] = ModelRef(**fields["draft"]) if fields["draft"] else None
-    plan = fields.pop("plan")
-    spec = RunSpec(**fields, plan=Plan())
-    return type("Claimed", (), {"as_dict": lambda self: {**spec.as_dict(), "plan": plan}})()
+def _spec(claimed: dict[str, Any]) -> RunSpec:
+    return spec_of(claimed["spec"], run_id=claimed["run"], attempt=claimed["attempt"])
 
 
 def test_a_lease_whose_heartbeat_goes_quiet_goes_back_to_the_queue_once_and_another_worker_takes_it(owner):
