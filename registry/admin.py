@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
 
+from django.contrib import admin
+from django.http import HttpRequest
+
+from registry.fleet.services import worker_public_approve
 from registry.models import (
     Certificate,
     CertificationRun,
@@ -110,3 +114,6 @@ class WorkerAdmin(admin.ModelAdmin[Worker]):
     list_filter = ["public_approved"]
     search_fields = ["name", "owner__username"]
     fields = ["public_approved"]  # a credential, its labels and its build change only through registry/fleet/services.py
+
+    def save_model(self, request: HttpRequest, obj: Worker, form: Any, change: bool) -> None:
+        worker_public_approve(worker=Worker.objects.get(pk=obj.pk), approved=obj.public_approved, by=request.user)

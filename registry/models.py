@@ -254,6 +254,8 @@ class CertificationRun(models.Model):
     max_attempts = models.PositiveSmallIntegerField(default=3)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     claimed_by = models.CharField(max_length=200, blank=True)
+    # Measured on its requester's own self-hosted workers only (registry/fleet): never sent to the hosted pool.
+    own_machines = models.BooleanField(default=False)
     # The self-hosted worker that holds or measured the run (registry/fleet); null for the hosted pool's.
     worker = models.ForeignKey("Worker", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
     error_code = models.CharField(max_length=64, blank=True)
@@ -391,6 +393,9 @@ class EngineQualification(models.Model):
     passed = models.BooleanField()  # every control the build supports passes
     failing = models.JSONField(default=list)  # the names of the controls that fail
     document = models.JSONField()
+    # The self-hosted worker that ran the controls (registry/fleet): its record judges that worker's runs only. Null
+    # for the hosted pool's, which judge the hosted runs on the build.
+    worker = models.ForeignKey("Worker", on_delete=models.CASCADE, null=True, blank=True, related_name="qualifications")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

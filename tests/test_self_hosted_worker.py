@@ -19,36 +19,22 @@ from registry.models import CertificationRun, Workload
 from registry.services.certificates import signing_key
 from registry.services.runs import run_create, runs_requeue_stale
 from registry.states import RunState
+from tests.support import fleet
 from tests.support.factories import PairFactory
-from tests.support.processes import (
-    BIN,
-    Process,
-    compose_command,
-    process_env,
-    run_whole,
-    serving,
-    start_worker,
-    wait_until,
-    worker_database_url,
-)
+from tests.support.processes import Process, run_whole, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
-SECRETS = ("DATABASE_URL", "CELERY_BROKER_URL", "SPECHUB_SIGNING_KEY", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")
 LABEL = "gpu.h100"  # a class no hosted worker in the session listens for: only the self-hosted worker takes the run
+STAGES = "tests.support.stages."
 
 
 def serve_command(base: str, token: str | None, credentials: Path, stages: str, *extra: str) -> list[str]:
-    registration = ["--token", token] if token else []
-    return [str(BIN / "python"), "-m", "workers", "serve", "--registry", base, *registration, "--credential-file",
-            str(credentials), "--stages", f"tests.support.stages.{stages}", "--name", "team-box", *extra]  # fmt: skip
+    quick = ("--qualifier", "tests.support.qualification.quick_qualify")
+    return fleet.serve_command(base, token, credentials, STAGES + stages, *quick, *extra)
 
 
-def worker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """The worker's environment: this machine's, less every secret of the registry's."""
-    env = process_env({"SPECHUB_TEST_MARKERS": str(tmp_path), "SPECHUB_WORKLOAD_DIR": str(tmp_path / "workloads"), **extra},
-                      drop=SECRETS)  # fmt: skip
-    assert not set(SECRETS) & set(env)
-    return env
+def worker_env(tmp_path: Path) -> dict[str, str]:
+    return fleet.worker_env(SPECHUB_TEST_MARKERS=str(tmp_path), SPECHUB_WORKLOAD_DIR=str(tmp_path / "workloads"))
 
 
 def private_run(owner: User) -> CertificationRun:
@@ -61,16 +47,9 @@ def private_run(owner: User) -> CertificationRun:
 
 @pytest.fixture
 def registry(tmp_path):
-    """The registry as compose runs it: the web tier with the public key only, and a hosted worker holding the
-    signing key (it signs the uploads)."""
-    public = certificates.public_key_text(signing_key().public_key())
-    web = {"DATABASE_URL": worker_database_url(), "SPECHUB_SIGNING_PUBLIC_KEY": public}
-    with serving(compose_command("web"), tmp_path, web, drop=("SPECHUB_SIGNING_KEY",)) as base:
-        signer = start_worker("worker-cpu", tmp_path)
-        try:
-            yield base
-        finally:
-            signer.stop()
+    """The registry, qualifying every new engine build (as in production): a worker qualifies its own first."""
+    with fleet.registry_serving(tmp_path, SPECHUB_QUALIFY_NEW_BUILDS="1") as base:
+        yield base
 
 
 def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_and_the_registry_signs_it(registry, tmp_path):
@@ -90,6 +69,13 @@ def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_an
                         "evidence": run.worker.hardware_evidence}  # fmt: skip
     assert stat.S_IMODE(os.stat(credentials).st_mode) == 0o600 and token not in credentials.read_text()
     assert run.worker.engine_build and run.worker.hardware_evidence["cpus"] >= 1
+    # It qualified its build on itself, through the API, before it claimed; the registry judged its run with it.
+    assert f"qualified vllm on {LABEL} here" in done.stderr
+    qualified = run.worker.qualifications.get()
+    assert (qualified.hardware, qualified.engine_build) == (LABEL, run.worker.engine_build)
+    assert verified.payload["qualification"]["digest"] == qualified.digest
+    logged = list(run.worker.events.order_by("at", "id").values_list("action", flat=True))
+    assert logged == ["registered", "qualified", "claimed", "uploaded"], logged
     # Registered once: a later start reads its credential; the token, spent, registers nothing again.
     quick = ("injected_quick_stages", "--once")
     again = run_whole(serve_command(registry, None, credentials, *quick), worker_env(tmp_path), 60)

@@ -101,6 +101,8 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--name", default=platform.node() or "worker", help="The machine's name on your workers page.")
     serve.add_argument("--engine", default="vllm", help="The engine whose build the worker registers.")
     serve.add_argument("--stages", default="workers.stages.default_stages", help="Dotted path of the stage factory.")
+    serve.add_argument("--qualifier", default="workers.qualification.qualify_build",
+                       help="Dotted path of the engine controls, run before claiming where the registry asks.")  # fmt: skip
     serve.add_argument("--poll", type=float, default=10.0, help="Seconds between claims while no run waits.")
     serve.add_argument("--once", action="store_true", help="Certify one run (or none, if none waits), then exit.")
     serve.add_argument("--verbose", action="store_true", help=VERBOSE)
@@ -110,6 +112,8 @@ def run_serve(args: argparse.Namespace, terminal: console.Terminal) -> int:
     registry = remote.Registry(args.registry)
     try:
         registry.credential = remote.credential(registry, args.credential_file, args.token, args.name, args.engine)
+        for hardware in remote.qualify_where_asked(registry, args.engine, args.qualifier):
+            terminal.err.write(f"qualified {args.engine} on {hardware} here, and sent the record\n")
         return remote.serve(registry, stages=args.stages, poll_seconds=args.poll, once=args.once)
     except remote.Refused as refused:
         terminal.err.write(f"serve stopped: {refused}\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pkgutil
 import platform
 import time
 from collections.abc import Callable, Iterator
@@ -205,6 +206,18 @@ def _progress(registry: Registry, spec: RunSpec) -> Callable[[str, int], None]:
         registry.call("POST", f"/runs/{spec.run_id}/progress/", {"attempt": spec.attempt, "stage": stage, "percent": percent})
 
     return report
+
+
+def qualify_where_asked(registry: Registry, engine: str, qualifier: str) -> list[str]:
+    """Run the engine build's controls here on each hardware class the registry asks for (it claims no run there
+    before), and send their records; returns the classes qualified. `qualifier` is the dotted path of the controls'
+    entry point, as the hosted pool's SPECHUB_QUALIFIER."""
+    asked = registry.call("GET", "/me/").json()["qualify"]
+    for hardware in asked["hardware"]:
+        qualify = pkgutil.resolve_name(qualifier)
+        record = qualify(engine=engine, hardware=hardware, dtype=asked["dtype"], tv=asked["tv"], controls=asked["controls"])
+        registry.call("POST", "/qualification/", {"document": record})
+    return list(asked["hardware"])
 
 
 def serve(registry: Registry, *, stages: str, poll_seconds: float, once: bool, heartbeat_seconds: float = 30.0) -> int:

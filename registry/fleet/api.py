@@ -154,6 +154,32 @@ class Claim(WorkerView):
         return Response({"run": spec.run_id, "attempt": spec.attempt, "spec": spec.as_dict()})
 
 
+class Me(WorkerView):
+    """GET: this worker as the registry knows it, and what it must do before it claims: the hardware classes to
+    qualify its engine build on, with the controls' settings to run them with."""
+
+    @extend_schema(responses={200: dict[str, Any]})
+    def get(self, request: Request) -> Response:
+        return Response(selectors.worker_standing(worker=self.worker(request)))
+
+
+class QualificationIn(serializers.Serializer[Any]):
+    document = serializers.DictField(help_text="The qualification record the controls wrote on this worker.")
+
+
+class Qualification(WorkerView):
+    """POST: the qualification of this worker's engine build that it ran on itself; its record judges this worker's
+    runs (201)."""
+
+    @extend_schema(request=QualificationIn, responses={201: dict[str, Any]})
+    def post(self, request: Request) -> Response:
+        given = QualificationIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        row = services.worker_qualify(worker=self.worker(request), document=given.validated_data["document"])
+        body = {"digest": row.digest, "hardware": row.hardware, "passed": row.passed, "failing": row.failing}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
 class AttemptIn(serializers.Serializer[Any]):
     attempt = WholeNumberField(min_value=1)
 

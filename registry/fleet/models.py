@@ -60,10 +60,12 @@ class Worker(models.Model):
 
 class WorkerAction(models.TextChoices):
     REGISTERED = "registered"
+    QUALIFIED = "qualified"
     CLAIMED = "claimed"
     UPLOADED = "uploaded"
     FAILED = "failed"
     REFUSED = "refused"
+    APPROVED = "approved"
     REVOKED = "revoked"
     DEREGISTERED = "deregistered"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 
 from registry.models import CertificationRun, Worker, WorkerEvent
@@ -11,6 +12,17 @@ from registry.models import CertificationRun, Worker, WorkerEvent
 
 def workers_of(*, user: Any) -> QuerySet[Worker]:
     return Worker.objects.filter(owner=user)
+
+
+def labels_served(*, owner: Any) -> list[str]:
+    """The hardware classes `owner`'s self-hosted workers (not revoked) claim runs on (read here, not in SQL: SQLite
+    has no JSON containment)."""
+    labels = Worker.objects.filter(owner=owner, revoked_at__isnull=True).values_list("labels", flat=True)
+    return sorted({label for found in labels for label in found})
+
+
+def serves(*, owner: Any, hardware: str) -> bool:
+    return hardware in labels_served(owner=owner)
 
 
 def worker_of(*, user: Any, pk: int) -> Worker | None:
@@ -21,6 +33,32 @@ def worker_of(*, user: Any, pk: int) -> Worker | None:
 
 def audit_of(*, user: Any) -> QuerySet[WorkerEvent]:
     return WorkerEvent.objects.filter(worker__owner=user).select_related("worker", "run")
+
+
+def qualified_labels(worker: Worker) -> list[str]:
+    """The worker's hardware classes whose qualification of its engine build it ran on itself."""
+    dtype = settings.SPECHUB_ENGINE_DTYPE
+    done = worker.qualifications.filter(engine_build=worker.engine_build, dtype=dtype).values_list("hardware", flat=True)
+    return [label for label in worker.labels if label in set(done)]
+
+
+def labels_to_qualify(worker: Worker) -> list[str]:
+    """The hardware classes the worker must qualify its engine build on before it claims runs there (none when the
+    registry qualifies no build)."""
+    if not settings.SPECHUB_QUALIFY_NEW_BUILDS:
+        return []
+    return [label for label in worker.labels if label not in qualified_labels(worker)]
+
+
+def worker_standing(*, worker: Worker) -> dict[str, Any]:
+    """What a worker is to the registry, and what it must do before it claims: the hardware classes to qualify its
+    engine build on, with the settings the controls run with (the hosted pool's)."""
+    return {
+        "worker": worker.pk, "name": worker.name, "labels": worker.labels, "engine_build": worker.engine_build,
+        "public_approved": worker.public_approved, "ephemeral": worker.ephemeral,
+        "qualify": {"hardware": labels_to_qualify(worker), "dtype": settings.SPECHUB_ENGINE_DTYPE,
+                    "tv": settings.SPECHUB_QUALIFY_TV, "controls": list(settings.SPECHUB_QUALIFY_CONTROLS)},
+    }  # fmt: skip
 
 
 def measured_on(run: CertificationRun) -> dict[str, Any]:

@@ -16,20 +16,24 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from kernel import qualification as q
 from kernel import result
 from kernel.errors import ERRORS, InfraError, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
 from registry.deployments.services import token_digest
 from registry.dispatch import task_send_on_commit
-from registry.models import CertificationRun, RegistrationToken, Worker, WorkerAction, WorkerEvent
+from registry.fleet.selectors import labels_to_qualify, qualified_labels
+from registry.models import CertificationRun, EngineQualification, RegistrationToken, Worker, WorkerAction, WorkerEvent
 from registry.params import echo
 from registry.selectors.runs import run_spec
+from registry.services.qualifications import QualificationRefused, qualification_load, qualification_record
 from registry.services.runs import (
     RunBusy,
     RunNotActive,
@@ -108,17 +112,52 @@ def worker_authenticated(*, secret: str) -> Worker | None:
     return worker
 
 
+def worker_qualify(*, worker: Worker, document: Mapping[str, Any]) -> EngineQualification:
+    """Store the qualification the worker ran on itself (its controls, on its engine build, on one of its labels): its
+    record judges that worker's runs. A record already stored (the hosted pool's, another worker's) is not this
+    machine's, and is refused."""
+    try:
+        record = qualification_load(document)
+    except QualificationRefused as refused:
+        raise FleetRefused(str(refused)) from None
+    if wrong := _not_this_workers(record, worker):
+        raise FleetRefused(f"The qualification is not of this worker's build: {'; '.join(wrong)}. Run the controls here.")
+    taken = EngineQualification.objects.filter(digest=record["digest"]).exclude(worker=worker).exists()
+    if taken:
+        raise FleetRefused("This qualification record is stored already, from another machine: run the controls here.")
+    row = qualification_record(document=record, worker=worker)
+    outcome = "passes" if row.passed else f"fails {', '.join(row.failing)}"
+    _audit(worker, WorkerAction.QUALIFIED, detail=f"{row.engine_build} on {row.hardware}: {outcome} ({row.digest[:12]})")
+    return row
+
+
+def _not_this_workers(record: q.Record, worker: Worker) -> list[str]:
+    """What in a qualification record differs from the worker it was sent by."""
+    wrong = []
+    if record["engine_build"] != worker.engine_build:
+        wrong.append(f"engine build {echo(record['engine_build'])} (this worker's: {worker.engine_build})")
+    if record["dtype"] != settings.SPECHUB_ENGINE_DTYPE:
+        wrong.append(f"dtype {echo(record['dtype'])} (the registry certifies {settings.SPECHUB_ENGINE_DTYPE})")
+    if record["hardware"] not in worker.labels:
+        wrong.append(f"hardware {echo(record['hardware'])} (this worker's labels: {', '.join(worker.labels)})")
+    return wrong
+
+
 def claimable(worker: Worker) -> Q:
     """The runs a worker may take: queued, on its labels, on its owner's own workloads (their traffic, and their
     deployments' re-certifications on it); runs on the public suite, which publish to the listing, only once staff
     approved the worker for them."""
     owned = Q(workload__owner=worker.owner)  # private: the run's certificate lists nothing public
     scope = owned | Q(workload__isnull=True) if worker.public_approved else owned
-    return Q(state=RunState.QUEUED, hardware__in=worker.labels) & scope
+    labels = qualified_labels(worker) if settings.SPECHUB_QUALIFY_NEW_BUILDS else worker.labels
+    return Q(state=RunState.QUEUED, hardware__in=labels) & scope
 
 
 def worker_claim(*, worker: Worker) -> RunSpec | None:
     """Lease the next run the worker may take (SKIP LOCKED: two workers never wait on, or take, the same row)."""
+    if labels_to_qualify(worker) == worker.labels:
+        raise FleetRefused(f"Engine build {worker.engine_build} has no qualification from this machine: run "
+                           "`python -m workers serve` again, which runs the controls and sends them first.")  # fmt: skip
     with transaction.atomic():
         candidates = CertificationRun.objects.filter(claimable(worker)).order_by("-priority", "created_at", "id")
         run = candidates.select_for_update(skip_locked=True, of=("self",)).first()
@@ -242,6 +281,17 @@ def worker_fail(*, worker: Worker, run_id: int, attempt: int, code: str, detail:
     _audit(worker, WorkerAction.FAILED, run, f"{code}: {detail[:500]}")
     _end_if_ephemeral(worker)
     return retried
+
+
+def worker_public_approve(*, worker: Worker, approved: bool, by: Any) -> Worker:
+    """Staff let a worker measure the public suite (or stop it), as a maintainer approves an outside pull request
+    before it reaches a GPU runner; the owner's log says who and when."""
+    if worker.public_approved != approved:
+        Worker.objects.filter(pk=worker.pk).update(public_approved=approved)
+        worker.public_approved = approved
+        verb = "approved for" if approved else "withdrawn from"
+        _audit(worker, WorkerAction.APPROVED, detail=f"{verb} the public listing by {getattr(by, 'username', by)}")
+    return worker
 
 
 def _end_if_ephemeral(worker: Worker) -> None:

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from registry.models import (
-    EngineQualification,
-)
+from registry.models import EngineQualification, Worker
 
 
-def qualification_for(*, engine: str, engine_build: str, hardware: str, dtype: str) -> EngineQualification | None:
-    """Return the newest qualification of this engine build on this hardware class and dtype."""
-    found = EngineQualification.objects.filter(engine=engine, engine_build=engine_build, hardware=hardware, dtype=dtype)
+def qualification_for(
+    *, engine: str, engine_build: str, hardware: str, dtype: str, worker: Worker | None = None
+) -> EngineQualification | None:
+    """Return the newest qualification of this engine build on this hardware class and dtype: the hosted pool's, or
+    the one a self-hosted `worker` ran on itself (neither judges the other's runs)."""
+    found = EngineQualification.objects.filter(
+        engine=engine, engine_build=engine_build, hardware=hardware, dtype=dtype, worker=worker
+    )
     return found.first()
 
 
 def engine_qualifications() -> list[EngineQualification]:
     """Return the newest qualification of each engine build x hardware class x dtype, newest first."""
     newest: dict[tuple[str, str, str, str], EngineQualification] = {}
-    for row in EngineQualification.objects.all():  # ordered newest first: the first seen is kept
+    for row in EngineQualification.objects.filter(worker__isnull=True):  # ordered newest first: the first seen is kept
         newest.setdefault((row.engine, row.engine_build, row.hardware, row.dtype), row)
     return list(newest.values())
 

@@ -15,7 +15,7 @@ from kernel import result
 from kernel.builds import installed_engine_build
 from kernel.verdict import rejudge
 from registry.dispatch import task_send_on_commit
-from registry.models import CertificationRun, EngineQualification
+from registry.models import CertificationRun, EngineQualification, Worker
 from registry.selectors import qualification_for, run_document
 from registry.services.certificates import certificate_issue
 from registry.services.publishing import pair_listing_update
@@ -28,30 +28,39 @@ class QualificationRefused(ValueError):
     """A document that is not a qualification record, or whose digest does not match its content."""
 
 
-def qualification_record(*, document: Mapping[str, Any]) -> EngineQualification:
-    """Store a qualification record (its digest checked) and judge the runs on its build again, all or nothing."""
+def qualification_load(document: Mapping[str, Any]) -> q.Record:
+    """The record, its digest checked, or QualificationRefused saying what is wrong with it."""
     try:
-        record = q.load(document)
+        return q.load(document)
     except q.UnreadableQualification as exc:
         raise QualificationRefused(f"Refused qualification: {exc}.") from None
+
+
+def qualification_record(*, document: Mapping[str, Any], worker: Worker | None = None) -> EngineQualification:
+    """Store a qualification record (its digest checked) and judge the runs on its build again, all or nothing: the
+    hosted runs for a hosted record, a self-hosted `worker`'s own runs for one it ran on itself."""
+    record = qualification_load(document)
     failing = [c["name"] for c in record["controls"] if c["outcome"] == q.FAIL]
     passed = all(c["outcome"] in (q.PASS, q.NOT_SUPPORTED) for c in record["controls"])
     with transaction.atomic():
         row, created = EngineQualification.objects.get_or_create(
             digest=record["digest"],
             defaults={"engine": record["engine"], "engine_build": record["engine_build"], "hardware": record["hardware"],
-                      "dtype": record["dtype"], "passed": passed, "failing": failing, "document": record},
+                      "dtype": record["dtype"], "passed": passed, "failing": failing, "document": record,
+                      "worker": worker},
         )  # fmt: skip
         if created:
-            runs_rejudge(record=record)
+            runs_rejudge(record=record, worker=worker)
     return row
 
 
-def runs_rejudge(*, record: q.Record) -> list[CertificationRun]:
-    """Judge every finished run on the record's build, hardware and dtype again; return those whose verdict changed."""
+def runs_rejudge(*, record: q.Record, worker: Worker | None = None) -> list[CertificationRun]:
+    """Judge every finished run on the record's build, hardware and dtype again (the hosted pool's, or the self-hosted
+    `worker`'s whose record it is); return those whose verdict changed."""
     finished = CertificationRun.objects.filter(
-        state=RunState.FINISHED, engine=record["engine"], engine_version=record["engine_build"], hardware=record["hardware"]
-    ).select_related("pair")
+        state=RunState.FINISHED, engine=record["engine"], engine_version=record["engine_build"], hardware=record["hardware"],
+        worker=worker,
+    ).select_related("pair")  # fmt: skip
     changed = []
     for run in finished:
         document = run_document(run)
@@ -109,8 +118,9 @@ def document_judge(*, run: CertificationRun, document: result.ResultDocument) ->
 
 
 def _qualification_of(run: CertificationRun, document: result.ResultDocument) -> q.Record | None:
+    build = result.engine_build(document)
     qualification = qualification_for(
-        engine=run.engine, engine_build=result.engine_build(document), hardware=run.hardware, dtype=_dtype(document)
+        engine=run.engine, engine_build=build, hardware=run.hardware, dtype=_dtype(document), worker=run.worker
     )
     return q.load(qualification.document) if qualification else None
 

@@ -20,6 +20,7 @@ from kernel.errors import Fault, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
 from registry.dispatch import task_send, task_send_on_commit
+from registry.fleet.selectors import serves
 from registry.models import CertificationRun, Pair, Priority, RunTrigger, Workload, WorkloadResult
 from registry.params import echo
 from registry.selectors import run_spec
@@ -74,9 +75,12 @@ def run_transition(*, run_id: int, to: RunState, **fields: Any) -> Certification
 def run_dispatch(*, run_id: int, countdown: int = 0) -> bool:
     """Send the run to the queue of its hardware class; False when the broker could not take it.
 
-    A failed dispatch leaves `dispatched_at` empty, and the lost-dispatch sweep sends it again.
+    A failed dispatch leaves `dispatched_at` empty, and the lost-dispatch sweep sends it again. A run for its owner's
+    own machines is sent nowhere: their self-hosted workers claim it through the worker API (registry/fleet).
     """
     run = CertificationRun.objects.get(pk=run_id)
+    if run.own_machines:
+        return True
     try:
         task_send("registry.certify", run_id, queue=run.queue, countdown=countdown, priority=run.priority)
     except (OperationalError, OSError) as exc:
@@ -95,11 +99,16 @@ def run_create(
     requested_by: Any = None,
     priority: int = Priority.NORMAL,
     workload: Workload | None = None,
+    own_machines: bool = False,
 ) -> CertificationRun:
-    """Queue a certification of `pair` on `hardware` (on a user's own `workload`, privately); dispatched after commit."""
+    """Queue a certification of `pair` on `hardware` (on a user's own `workload`, privately; with `own_machines`, on
+    the workload owner's self-hosted workers only); dispatched after commit."""
     if hardware not in hardware_queues():
         known = hardware_queues()
         raise ValidationError(f"Unknown hardware class {echo(hardware)}; use one of {known}.", code="unknown-hardware")
+    if own_machines and (workload is None or not serves(owner=workload.owner, hardware=hardware)):
+        raise ValidationError(f"You have no worker on {hardware} to measure your own runs: attach one on your workers "
+                              "page, or let the hosted pool measure it.", code="no-own-worker")  # fmt: skip
     run = CertificationRun.objects.create(
         pair=pair,
         hardware=hardware,
@@ -108,6 +117,7 @@ def run_create(
         requested_by=requested_by,
         priority=priority,
         workload=workload,
+        own_machines=own_machines,
         max_attempts=settings.SPECHUB_RUN_MAX_ATTEMPTS,
     )
     transaction.on_commit(lambda: run_dispatch(run_id=run.pk))

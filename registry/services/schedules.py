@@ -117,5 +117,7 @@ def runs_dispatch_lost(*, now: datetime | None = None) -> list[int]:
     never = Q(dispatched_at__isnull=True, created_at__lt=now - timedelta(seconds=settings.SPECHUB_DISPATCH_GRACE_SECONDS))
     # Longer than a worker may hold a message: no worker has it, so the broker lost it.
     lost = Q(dispatched_at__lt=now - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT))
-    waiting = CertificationRun.objects.filter(never | lost, state=RunState.QUEUED).values_list("pk", flat=True)
-    return [run_id for run_id in list(waiting) if run_dispatch(run_id=run_id)]
+    waiting = CertificationRun.objects.filter(never | lost, state=RunState.QUEUED, own_machines=False).values_list(
+        "pk", flat=True
+    )
+    return [run_id for run_id in list(waiting.values_list("pk", flat=True)) if run_dispatch(run_id=run_id)]

@@ -55,6 +55,7 @@ class WorkloadIn(serializers.Serializer[Any]):
 class CertifyIn(serializers.Serializer[Any]):
     drafts = serializers.JSONField(help_text='Pair ids to certify on the workload, or "all" gate-compatible drafts.')
     hardware = serializers.CharField(default="cpu", max_length=32)
+    own_machines = serializers.BooleanField(default=False, help_text="Measure on your own self-hosted workers only.")
 
 
 class WorkloadList(APIView):
@@ -108,9 +109,9 @@ class WorkloadCertify(APIView):
         given = CertifyIn(data=request.data)
         given.is_valid(raise_exception=True)
         pairs = _pairs(workload, given.validated_data["drafts"])
-        runs = workload_certify(
-            workload=workload, pairs=pairs, hardware=given.validated_data["hardware"], requested_by=request.user
-        )
+        data = given.validated_data
+        runs = workload_certify(workload=workload, pairs=pairs, hardware=data["hardware"], requested_by=request.user,
+                                own_machines=data["own_machines"])  # fmt: skip
         return Response(RunOut(runs, many=True).data, status=status.HTTP_201_CREATED)
 
 

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from django.conf import settings
@@ -127,8 +127,11 @@ def _verifier_text(repo_id: str, sha: str) -> tuple[kw.ChatTemplate | None, Call
     return kw.ChatTemplate.from_tokenizer_config(metadata.tokenizer_config), lambda text: len(tokenizer.encode(text).ids)
 
 
-def workload_certify(*, workload: Workload, pairs: list[Pair], hardware: str, requested_by: Any) -> list[CertificationRun]:
-    """Queue a private certification of each pair on the workload; all or none."""
+def workload_certify(
+    *, workload: Workload, pairs: list[Pair], hardware: str, requested_by: Any, own_machines: bool = False
+) -> list[CertificationRun]:
+    """Queue a private certification of each pair on the workload (with `own_machines`, on the owner's self-hosted
+    workers only); all or none."""
     if workload.deleted_at is not None:
         raise ValidationError("This workload was deleted; upload it again to certify on it.", code="deleted")
     if not pairs:
@@ -146,10 +149,9 @@ def workload_certify(*, workload: Workload, pairs: list[Pair], hardware: str, re
             raise ValidationError(
                 f"{len(pairs)} more runs would pass your limit of {limit} a day ({used} used); pick fewer drafts.", code="quota"
             )
-        return [
-            run_create(pair=pair, hardware=hardware, trigger=RunTrigger.MANUAL, requested_by=requested_by, workload=workload)
-            for pair in pairs
-        ]
+        queue = partial(run_create, hardware=hardware, trigger=RunTrigger.MANUAL, requested_by=requested_by,
+                        workload=workload, own_machines=own_machines)  # fmt: skip
+        return [queue(pair=pair) for pair in pairs]
 
 
 def workload_runs_today(*, owner: Any) -> int:

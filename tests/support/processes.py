@@ -122,9 +122,13 @@ def certifying_worker_env(hub_endpoint: str, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def start_worker(service: str, tmp_path: Path, **env: str) -> Process:
-    """Start the compose service's worker command against the test database."""
-    args = [*compose_command(service), "-n", f"{service}-{uuid.uuid4().hex[:6]}@%h"]
+def start_worker(service: str, tmp_path: Path, *, queues: str = "", **env: str) -> Process:
+    """Start the compose service's worker command against the test database (on `queues`, where given, rather than
+    the service's)."""
+    args = compose_command(service)
+    if queues:
+        args[args.index("-Q") + 1] = queues
+    args = [*args, "-n", f"{service}-{uuid.uuid4().hex[:6]}@%h"]
     log = tmp_path / f"{service}-{uuid.uuid4().hex[:6]}.log"
     worker = Process(args, process_env({"DATABASE_URL": worker_database_url(), **env}), log)
     worker.wait_for_output(" ready.", timeout=90)

