@@ -8,8 +8,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+import httpx
 import pytest
 from django.contrib.auth.models import User
 
@@ -21,6 +24,7 @@ from registry.services.runs import run_create, runs_requeue_stale
 from registry.states import RunState
 from tests.support import fleet
 from tests.support.factories import PairFactory
+from tests.support.loopback import loopback
 from tests.support.processes import Process, run_whole, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.process]
@@ -73,7 +77,7 @@ def test_a_self_hosted_worker_with_no_secret_of_ours_certifies_its_owners_run_an
     assert f"qualified vllm on {LABEL} here" in done.stderr
     qualified = run.worker.qualifications.get()
     assert (qualified.hardware, qualified.engine_build) == (LABEL, run.worker.engine_build)
-    assert verified.payload["qualification"]["digest"] == qualified.digest
+    assert (verified.payload.get("qualification") or {}).get("digest") == qualified.digest
     logged = list(run.worker.events.order_by("at", "id").values_list("action", flat=True))
     assert logged == ["registered", "qualified", "claimed", "uploaded"], logged
     # Registered once: a later start reads its credential; the token, spent, registers nothing again.
@@ -108,3 +112,73 @@ def test_a_worker_killed_mid_run_loses_its_lease_and_another_certifies_the_run_o
     markers = (tmp_path / f"{run.pk}.log").read_text()
     assert run.state == RunState.FINISHED and run.attempts == 2 and markers.count("end verdict") == 1
     assert json.loads(Path(tmp_path / "second.json").read_text())["worker"] == run.worker_id
+
+
+class RestartingRegistry:
+    """What the worker sees of a registry that restarts mid-upload: a loopback front that passes each call on to the
+    registry of the moment, and loses the answer to the first upload (the registry stored it, then went down before
+    answering). While no registry answers, the front closes the connection, as a stopped one does."""
+
+    def __init__(self) -> None:
+        self.upstream = ""
+        self.answer_lost = threading.Event()
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        front = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.forward()
+
+            def do_POST(self) -> None:
+                self.forward()
+
+            def forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                try:
+                    answer = httpx.request(self.command, front.upstream + self.path, content=body, headers=headers, timeout=30)
+                except httpx.TransportError:
+                    self.close_connection = True  # no registry: the worker's connection drops
+                    return
+                if self.path.endswith("/result/") and not front.answer_lost.is_set():
+                    front.answer_lost.set()
+                    self.close_connection = True  # stored, and the answer lost
+                    return
+                self.send_response(answer.status_code)
+                for name in ("Content-Type",):
+                    if name in answer.headers:
+                        self.send_header(name, answer.headers[name])
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+def test_the_registry_restarting_mid_upload_costs_a_retry_and_one_result_is_stored(tmp_path):
+    owner = User.objects.create_user("team", password="pw")
+    _, token = registration_token_create(owner=owner, labels=[LABEL])
+    run = private_run(owner)
+    registry = RestartingRegistry()
+    settings = {"SPECHUB_QUALIFY_NEW_BUILDS": "1"}
+    with loopback(registry.handler()) as front, fleet.signing(tmp_path, **settings):
+        with fleet.web_serving(tmp_path, **settings) as first:
+            registry.upstream = first
+            command = serve_command(front, token, tmp_path / "worker.json", "injected_quick_stages", "--once")
+            worker = Process(command, worker_env(tmp_path), tmp_path / "serve.log")
+            assert registry.answer_lost.wait(120), worker.output()[-3000:]
+        # The first registry is gone (stopped as a deploy stops it); the worker retries into the gap.
+        with fleet.web_serving(tmp_path, **settings) as second:
+            registry.upstream = second
+            wait_until(lambda: worker.popen.poll() is not None, 120, "the worker's upload to land")
+            assert worker.popen.returncode == 0, worker.output()[-3000:]
+            wait_until(lambda: CertificationRun.objects.get(pk=run.pk).state == RunState.FINISHED, 60, "the signer")
+    run.refresh_from_db()
+    assert run.worker is not None
+    uploads = run.worker.events.filter(action="uploaded")
+    assert uploads.count() == 1 and run.attempts == 1 and run.certificate.document
+    assert (tmp_path / f"{run.pk}.log").read_text().count("end verdict") == 1  # measured once

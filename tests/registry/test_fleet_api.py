@@ -332,16 +332,19 @@ def test_a_worker_qualifies_its_build_on_itself_through_the_api_before_it_claims
     assert worker.get(f"{API}/me/").json()["qualify"]["hardware"] == []
     claimed = post(worker, f"{API}/claim/").json()
     assert claimed["run"] == run.pk
+
     # Its record judges its own runs: the hosted pool's lookup, and the engines page, never see it.
-    found = {"engine": "vllm", "engine_build": "0.32.0", "hardware": "gpu.h100", "dtype": "float32"}
-    assert qualification_for(**found, worker=Worker.objects.get(pk=worker_id)).digest == ours["digest"]
-    assert qualification_for(**found).digest == hosted.digest
+    def found(worker: Worker | None = None) -> str | None:
+        row = qualification_for(engine="vllm", engine_build="0.32.0", hardware="gpu.h100", dtype="float32", worker=worker)
+        return row.digest if row else None
+
+    assert found(Worker.objects.get(pk=worker_id)) == ours["digest"] and found() == hosted.digest
     assert ours["digest"] not in {row.digest for row in engine_qualifications()}
     good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
     assert post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good}).status_code == 202
     upload_finish(run_id=run.pk, attempt=claimed["attempt"])
     run.refresh_from_db()
-    assert run.result["stages"]["verdict"]["qualification"]["digest"] == ours["digest"]
+    assert run.result is not None and run.result["stages"]["verdict"]["qualification"]["digest"] == ours["digest"]
     assert (
         WorkerEvent.objects.filter(worker_id=worker_id, action="qualified").get().detail.startswith("0.32.0 on gpu.h100: fails")
     )

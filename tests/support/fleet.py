@@ -17,16 +17,29 @@ SECRETS = ("DATABASE_URL", "CELERY_BROKER_URL", "SPECHUB_SIGNING_KEY", "DJANGO_S
 
 @contextmanager
 def registry_serving(tmp_path: Path, **settings: str) -> Iterator[str]:
-    """The registry's web tier and signer (both reading `settings`), on the test database; yields its base URL. The
-    signer listens on the default queue only: a run's hardware queue is left to whoever claims it."""
+    """The registry's web tier and signer (both reading `settings`), on the test database; yields its base URL."""
+    with signing(tmp_path, **settings), web_serving(tmp_path, **settings) as base:
+        yield base
+
+
+@contextmanager
+def web_serving(tmp_path: Path, **settings: str) -> Iterator[str]:
+    """The web tier, as compose runs it, with the registry's public key and not its signing key."""
     public = certificates.public_key_text(signing_key().public_key())
     web = {"DATABASE_URL": worker_database_url(), "SPECHUB_SIGNING_PUBLIC_KEY": public, **settings}
     with serving(compose_command("web"), tmp_path, web, drop=("SPECHUB_SIGNING_KEY",)) as base:
-        signer = start_worker("worker-cpu", tmp_path, queues="default", **settings)
-        try:
-            yield base
-        finally:
-            signer.stop()
+        yield base
+
+
+@contextmanager
+def signing(tmp_path: Path, **settings: str) -> Iterator[None]:
+    """A Celery worker holding the signing key, on the default queue only (it finishes uploads): a run's hardware
+    queue is left to whoever claims the run."""
+    signer = start_worker("worker-cpu", tmp_path, queues="default", **settings)
+    try:
+        yield
+    finally:
+        signer.stop()
 
 
 def serve_command(base: str, token: str | None, credentials: Path, stages: str, *extra: str) -> list[str]:

@@ -38,7 +38,8 @@ def quick_qualify(*, engine: str, hardware: str, dtype: str, tv: float, controls
     """An injected qualifier for `python -m workers serve --qualifier`: a record of the installed build, in the real
     ones' shape, made at once (the real controls' own tests are tests/workers/test_qualification_*.py)."""
     made = record(engine_build=installed_engine_build(engine) or "unknown", hardware=hardware)
-    made.update(dtype=dtype, tv=tv, seed=secrets.randbelow(2**31))  # each machine's run of the controls is its own
+    made["dtype"], made["tv"] = dtype, tv
+    made["seed"] = secrets.randbelow(2**31)  # each machine's run of the controls is its own
     made["digest"] = q.digest_of(made)
     return made
 
