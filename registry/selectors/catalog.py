@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from kernel import result
 from registry.filters import PairFilter, filtered_pairs
+from registry.fleet.selectors import measured_on
 from registry.models import (
     HubModel,
     Pair,
@@ -105,15 +106,17 @@ def _verdict(summary: RunSummary) -> dict[str, Any]:
 EXPORT_COLUMNS = [
     "pair", "verifier", "verifier_sha", "draft", "draft_sha", "method", "k", "compatible",
     "run", "hardware", "vllm", "verdict", "mean_acceptance_length", "speedup_c1", "faster_up_to", "slower_from",
+    "measured_on", "worker", "worker_owner",
 ]  # fmt: skip
 
 
 def export_rows() -> list[dict[str, Any]]:
     """Return one flat row per pair with its latest certification, for CSV and JSON export."""
     rows = []
-    for pair in pairs_list().select_related("latest_run"):
+    for pair in pairs_list().select_related("latest_run__worker__owner"):
         summary = run_summary(pair.latest_run)
         headline: dict[str, Any] = dict(summary) if summary else {}
+        where = measured_on(pair.latest_run) if pair.latest_run else {}
         rows.append(
             {
                 "pair": pair.pk,
@@ -132,6 +135,9 @@ def export_rows() -> list[dict[str, Any]]:
                 "speedup_c1": headline.get("speedup", {}).get("1"),
                 "faster_up_to": headline.get("faster_up_to"),
                 "slower_from": headline.get("slower_from"),
+                "measured_on": where.get("kind"),  # hosted, or self-hosted on worker_owner's machine `worker`
+                "worker": where.get("worker"),
+                "worker_owner": where.get("owner"),
             }
         )
     return rows
@@ -162,7 +168,7 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "results": list(run.results.all()) if run else [],
         "equivalence": result.equivalence(document) or {},
         "environment": result.environment(document),
-        "history": list(pair.runs.public().order_by("-created_at", "-id")[:50]),
+        "history": list(pair.runs.public().select_related("worker__owner").order_by("-created_at", "-id")[:50]),
         "gate": pair.compatibility or {},
         "certificate": pair.certificates.filter(run__workload__isnull=True).first(),
         "regressions": regression_rows(pair=pair),

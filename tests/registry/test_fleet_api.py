@@ -371,3 +371,17 @@ def test_a_run_for_the_owners_own_machines_only_goes_to_no_hosted_queue_and_thei
     assert post(worker, f"{API}/claim/").json()["run"] == run.pk
     run.refresh_from_db()
     assert run.worker_id == worker_id
+
+
+def test_a_public_run_an_approved_worker_measured_is_named_self_hosted_in_the_export_and_the_pairs_history(owner):
+    worker, worker_id = registered(owner, ["gpu.h100"])
+    Worker.objects.filter(pk=worker_id).update(public_approved=True)  # staff let it measure the public listing
+    run = run_create(pair=PairFactory.create(), hardware="gpu.h100")
+    claimed = post(worker, f"{API}/claim/").json()
+    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    assert post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good}).status_code == 202
+    upload_finish(run_id=run.pk, attempt=claimed["attempt"])
+    row = next(r for r in Client().get("/api/v1/export/", {"format": "json"}).json() if r["run"] == run.pk)
+    assert (row["measured_on"], row["worker"], row["worker_owner"]) == ("self-hosted", "box-1", "team")
+    history = Client().get(f"/pairs/{run.pair_id}/").content.decode()
+    assert "<td>self-hosted: team's box-1</td>" in history

@@ -96,4 +96,5 @@ def test_export_gives_the_same_rows_as_csv_and_json(catalog):
     assert len(rows) == len(parsed) == 5
     draft_row = next(r for r in rows if r["draft"] == "spechub-toy/llama-draft-1l")
     assert (draft_row["verdict"], draft_row["speedup_c1"], draft_row["vllm"]) == ("certified", 1.3, "0.32.0")
+    assert (draft_row["measured_on"], draft_row["worker"], draft_row["worker_owner"]) == ("hosted", None, None)
     assert next(r for r in parsed if r["draft"] == "spechub-toy/llama-draft-1l")["verifier_sha"] == draft_row["verifier_sha"]
