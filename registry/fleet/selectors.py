@@ -11,7 +11,7 @@ from registry.models import CertificationRun, Worker, WorkerEvent
 
 
 def workers_of(*, user: Any) -> QuerySet[Worker]:
-    return Worker.objects.filter(owner=user)
+    return Worker.objects.filter(owner=user).prefetch_related("qualifications")
 
 
 def labels_served(*, owner: Any) -> list[str]:

@@ -306,6 +306,7 @@ def test_a_worker_qualifies_its_build_on_itself_through_the_api_before_it_claims
     run = private_run(owner)
     asked = worker.get(f"{API}/me/").json()["qualify"]
     assert asked["hardware"] == ["gpu.h100"] and asked["dtype"] == settings.SPECHUB_ENGINE_DTYPE and asked["controls"]
+    assert "not yet (serve runs the controls" in signed_in(owner).get("/workers/").content.decode()
     before = post(worker, f"{API}/claim/")
     assert before.status_code == 403 and "no qualification from this machine" in before.json()["error"]["message"]
 
@@ -330,6 +331,7 @@ def test_a_worker_qualifies_its_build_on_itself_through_the_api_before_it_claims
     assert stored.status_code == 201 and stored.json() == {"digest": ours["digest"], "hardware": "gpu.h100", "passed": False,
                                                             "failing": ["draft_model"]}  # fmt: skip
     assert worker.get(f"{API}/me/").json()["qualify"]["hardware"] == []
+    assert "gpu.h100: fails draft_model" in signed_in(owner).get("/workers/").content.decode()  # on the owner's page
     claimed = post(worker, f"{API}/claim/").json()
     assert claimed["run"] == run.pk
 
