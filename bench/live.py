@@ -45,9 +45,9 @@ def certified_deployment(name: str) -> tuple[Any, Any, str]:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
+    from registry.catalog.services import pair_get_or_create
     from registry.deployments.services import deployment_create
     from registry.models import CertificationRun, HubModel
-    from registry.services.pairs import pair_get_or_create
     from registry.states import RunState
 
     user, _ = User.objects.get_or_create(username=f"bench-{name}")

@@ -7,7 +7,7 @@ from django.db.models.signals import post_migrate
 
 
 def _install_schedules(sender: AppConfig, **kwargs: Any) -> None:
-    from registry.services.schedules import schedules_install
+    from registry.runs.schedules import schedules_install
 
     schedules_install()
 

@@ -81,8 +81,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First, so it times everything after it (registry/metrics.py).
-    "registry.metrics.RequestMetrics",
+    # First, so it times everything after it (registry/prometheus.py).
+    "registry.prometheus.RequestMetrics",
     # Before anything that can answer early (BodyLimit's 413, WhiteNoise's files), so every response has it.
     "registry.csp.ContentSecurityPolicy",
     "registry.uploads.BodyLimit",
@@ -92,7 +92,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "registry.logins.KnownDevice",
+    "registry.accounts.logins.KnownDevice",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "registry.middleware.BadParameterPage",
@@ -172,13 +172,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # The events deliveries carry, described as OpenAPI 3.1 webhooks (registry/api/webhooks.py).
+    # The events deliveries carry, described as OpenAPI 3.1 webhooks (registry/notifications/payloads.py).
     "OAS_VERSION": "3.1.0",
     "WEBHOOKS": [
-        "registry.api.webhooks.CERTIFIED",
-        "registry.api.webhooks.REGRESSED",
-        "registry.api.webhooks.EXPIRED",
-        "registry.api.webhooks.DRIFT",
+        "registry.notifications.payloads.CERTIFIED",
+        "registry.notifications.payloads.REGRESSED",
+        "registry.notifications.payloads.EXPIRED",
+        "registry.notifications.payloads.DRIFT",
     ],
     "ENUM_NAME_OVERRIDES": {
         "PairMethodEnum": "registry.models.Method",
@@ -256,7 +256,7 @@ SPECHUB_THRESHOLD_SAMPLING_ALPHA = env_float("SPECHUB_THRESHOLD_SAMPLING_ALPHA",
 SPECHUB_THRESHOLD_SAMPLING_TV = env_float("SPECHUB_THRESHOLD_SAMPLING_TV", 0.1)
 # The practical margin a certified gain must clear: the whole interval at c=1 above it (1.0 would certify 1.01x).
 SPECHUB_THRESHOLD_MIN_SPEEDUP = env_float("SPECHUB_THRESHOLD_MIN_SPEEDUP", 1.03)
-# The catalog that fills itself (registry/services/imports.py): repos and a Hub collection to follow, the
+# The catalog that fills itself (registry/catalog/imports.py): repos and a Hub collection to follow, the
 # verifier for drafts whose config names none, whether gate-passing pairs are certified, and how often.
 SPECHUB_IMPORT_REPOS = env_list("SPECHUB_IMPORT_REPOS", [])
 SPECHUB_IMPORT_COLLECTION = env_str("SPECHUB_IMPORT_COLLECTION", "")
@@ -273,7 +273,7 @@ SPECHUB_WORKLOAD_SEED = env_int("SPECHUB_WORKLOAD_SEED", 0, minimum=0)
 SPECHUB_WORKLOAD_MAX_TOKENS = env_int("SPECHUB_WORKLOAD_MAX_TOKENS", 32, minimum=1)
 SPECHUB_WORKLOAD_QUOTA = env_int("SPECHUB_WORKLOAD_QUOTA", 10, minimum=1)
 SPECHUB_WORKLOAD_RUN_QUOTA = env_int("SPECHUB_WORKLOAD_RUN_QUOTA", 20, minimum=1)
-# /metrics (registry/metrics.py): a bearer token for scrapers from public addresses; the stage-time window.
+# /metrics (registry/prometheus.py): a bearer token for scrapers from public addresses; the stage-time window.
 SPECHUB_METRICS_TOKEN = env_str("SPECHUB_METRICS_TOKEN", "")
 SPECHUB_METRICS_WINDOW_HOURS = env_int("SPECHUB_METRICS_WINDOW_HOURS", 24, minimum=1)
 # Engine qualification (workers/qualification.py): run when a worker reports a build that has none.

@@ -1,32 +1,34 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth.views import LoginView, PasswordChangeView, PasswordResetView
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from registry import views
+from registry.accounts import views as accounts_views
+from registry.accounts.logins import AdminSignInForm
+from registry.catalog import views as catalog_views
 from registry.deployments import views as deployment_views
 from registry.fleet import views as fleet_views
-from registry.logins import AdminSignInForm, SignInForm, ThrottledPasswordChange, ThrottledPasswordReset
-from registry.metrics import metrics
+from registry.prometheus import metrics
+from registry.runs import views as runs_views
 from registry.traffic import views as traffic_views
 
 admin.site.login_form = AdminSignInForm
 handler400 = "registry.views.bad_request"
 
 urlpatterns = [
-    path("", views.catalog, name="catalog"),
+    path("", catalog_views.catalog, name="catalog"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
-    path("pairs/<int:pk>/", views.pair_detail, name="pair"),
-    path("runs/", views.queue, name="queue"),
-    path("runs/<int:pk>/", views.run_detail, name="run"),
-    path("submit/", views.submit, name="submit"),
-    path("matrix/", views.matrix, name="matrix"),
-    path("engines/", views.engines, name="engines"),
-    path("imports/", views.imports, name="imports"),
+    path("pairs/<int:pk>/", catalog_views.pair_detail, name="pair"),
+    path("runs/", runs_views.queue, name="queue"),
+    path("runs/<int:pk>/", runs_views.run_detail, name="run"),
+    path("submit/", runs_views.submit, name="submit"),
+    path("matrix/", catalog_views.matrix, name="matrix"),
+    path("engines/", runs_views.engines, name="engines"),
+    path("imports/", catalog_views.imports, name="imports"),
     path("workloads/", traffic_views.workloads, name="workloads"),
     path("workloads/<int:pk>/", traffic_views.workload_detail, name="workload"),
     path("workloads/<int:pk>/delete/", traffic_views.workload_remove, name="workload-delete"),
@@ -40,9 +42,9 @@ urlpatterns = [
     path("deployments/<int:pk>/reset/", deployment_views.deployment_ingest_reset, name="deployment-ingest-reset"),
     path("deployments/<int:pk>/recertify/", deployment_views.deployment_recertify, name="deployment-recertify"),
     path("deployments/<int:pk>/delete/", deployment_views.deployment_remove, name="deployment-delete"),
-    path("accounts/login/", LoginView.as_view(authentication_form=SignInForm), name="login"),
-    path("accounts/password_reset/", PasswordResetView.as_view(form_class=ThrottledPasswordReset), name="password_reset"),
-    path("accounts/password_change/", PasswordChangeView.as_view(form_class=ThrottledPasswordChange), name="password_change"),
+    path("accounts/login/", accounts_views.sign_in, name="login"),
+    path("accounts/password_reset/", accounts_views.password_reset, name="password_reset"),
+    path("accounts/password_change/", accounts_views.password_change, name="password_change"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("registry.api.urls")),

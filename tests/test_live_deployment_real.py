@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 
 from registry.deployments.services import deployment_create
 from registry.models import Deployment, LiveSnapshot
-from registry.services.notifications import webhook_endpoint_create
+from registry.notifications.services import webhook_endpoint_create
 from tests.support.processes import (
     BIN,
     ROOT,

@@ -15,10 +15,10 @@ from safetensors.torch import load_file, save_file
 from standardwebhooks.webhooks import Webhook
 
 from kernel import certificates
-from registry import webhooks
+from registry.certificates.services import signing_key
 from registry.models import Regression, Submission
-from registry.services.certificates import signing_key
-from registry.services.notifications import webhook_endpoint_create
+from registry.notifications import signing as webhooks
+from registry.notifications.services import webhook_endpoint_create
 from tests.support.certified import AUTHOR, DRAFT, PLAN, certified_through_a_submission
 from tests.support.processes import BIN, process_env, run_whole, start_worker, wait_until
 from tests.support.receiver import webhook_receiver

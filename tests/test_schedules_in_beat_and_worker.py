@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from kernel.builds import installed_engine_build
 from registry.models import CertificationRun, EngineBuild, Priority, RunTrigger
-from registry.services.runs import run_create
-from registry.services.schedules import schedules_install
+from registry.runs.schedules import schedules_install
+from registry.runs.services import run_create
 from registry.states import RunState
 from tests.services import free_port
 from tests.support.factories import PairFactory

@@ -17,10 +17,10 @@ import pytest
 from django.contrib.auth.models import User
 
 from kernel import certificates
+from registry.certificates.services import signing_key
 from registry.fleet.services import registration_token_create
 from registry.models import CertificationRun, Workload
-from registry.services.certificates import signing_key
-from registry.services.runs import run_create, runs_requeue_stale
+from registry.runs.services import run_create, runs_requeue_stale
 from registry.states import RunState
 from tests.support import fleet
 from tests.support.factories import PairFactory

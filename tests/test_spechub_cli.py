@@ -62,7 +62,7 @@ def test_the_cli_submits_waits_for_the_verdict_saves_and_verifies_the_certificat
 
 def test_verify_needs_no_server_with_the_issuers_key_and_refuses_a_changed_file(tmp_path):
     from kernel import certificates
-    from registry.services.certificates import signing_key
+    from registry.certificates.services import signing_key
     from tests.registry.test_certificates import edited_payload
 
     payload = {"format": certificates.FORMAT, "verdict": "provisional", "expires_at": "2999-01-01T00:00:00+00:00",
@@ -82,7 +82,7 @@ def test_verify_needs_no_server_with_the_issuers_key_and_refuses_a_changed_file(
 def test_the_cli_uploads_traffic_certifies_every_draft_on_it_and_prints_the_recommendation_with_injected_stages(
     hub_settings, tmp_path
 ):
-    from registry.services.submissions import submission_create
+    from registry.runs.submissions import submission_create
 
     owner = User.objects.create_user("deployer")
     token = Token.objects.create(user=owner).key

@@ -53,7 +53,7 @@ def judged(outcome: str) -> dict[str, Any]:
 
 
 def payload() -> dict[str, Any]:
-    """A certificate's payload in the shape registry.services.certificates.certificate_payload gives it."""
+    """A certificate's payload in the shape registry.certificates.services.certificate_payload gives it."""
     acceptance = {"mean_acceptance_length": 3.2, "acceptance_rate": 0.55, "per_position": [0.8, 0.6, 0.45],
                   "counts": {"drafts": 10, "draft_tokens": 40, "accepted": 22}}  # fmt: skip
     return {

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from registry.models import CertificationRun
-from registry.services.submissions import submission_create
+from registry.runs.submissions import submission_create
 from registry.states import RunState
 from tests.support.processes import certifying_worker_env, start_worker, wait_until
 from zoo import ORG

@@ -15,7 +15,7 @@ from rest_framework.views import exception_handler
 
 from kernel.errors import InfraError, RunError
 from registry.params import ECHO_LIMIT, BadParameter
-from registry.services.runs import InvalidTransition
+from registry.runs.services import InvalidTransition
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -1,51 +1,24 @@
-"""Input and output serializers; no business rules here."""
+"""The shapes several domains' endpoints return: a run with its figures (the runs', a pair's, a workload's), a
+certificate and a regression. A shape one domain alone returns is in that domain's api.py. No business rules here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from django.core.validators import URLValidator
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from kernel import result
-from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
 from registry.fleet.selectors import measured_on
 from registry.models import (
     Certificate,
     CertificationRun,
-    EngineQualification,
-    HubModel,
-    Pair,
     Regression,
-    Submission,
-    WebhookEndpoint,
-    WebhookEvent,
-    WorkloadCategory,
     WorkloadResult,
 )
-from registry.params import WholeNumberField
-from registry.selectors import RunFigures, regression_detectable, run_figures
-from registry.validation import validate_repo_id, validate_revision
-
-
-class HubModelOut(serializers.ModelSerializer[HubModel]):
-    class Meta:
-        model = HubModel
-        fields = [
-            "id",
-            "repo_id",
-            "sha",
-            "role",
-            "architecture",
-            "family",
-            "parameter_count",
-            "dtype",
-            "license",
-            "tokenizer_hash",
-        ]
+from registry.runs.selectors import RunFigures, regression_detectable, run_figures
 
 
 class WorkloadResultOut(serializers.ModelSerializer[WorkloadResult]):
@@ -192,35 +165,6 @@ class VerdictOut(serializers.Serializer[dict[str, Any]]):
     qualification = QualificationCitedOut(allow_null=True)
 
 
-class ControlOut(serializers.Serializer[dict[str, Any]]):
-    name = serializers.CharField()
-    method = serializers.CharField(allow_null=True)
-    draft = serializers.CharField(allow_null=True)
-    outcome = serializers.CharField(help_text="pass, fail, or not-supported (the engine refused it)")
-    summary = serializers.CharField()
-
-
-class EngineQualificationOut(serializers.ModelSerializer[EngineQualification]):
-    controls = serializers.SerializerMethodField()
-    record = serializers.SerializerMethodField()
-
-    class Meta:
-        model = EngineQualification
-        fields = ["engine", "engine_build", "hardware", "dtype", "digest", "passed", "failing", "created_at", "controls",
-                  "record"]  # fmt: skip
-
-    @extend_schema_field(ControlOut(many=True))
-    def get_controls(self, row: EngineQualification) -> list[dict[str, Any]]:
-        return [
-            {key: control.get(key) for key in ("name", "method", "draft", "outcome", "summary")}
-            for control in row.document["controls"]
-        ]
-
-    def get_record(self, row: EngineQualification) -> str:
-        """The whole record, with every test's statistic, p-value and power."""
-        return reverse("api-engine", args=[row.digest])
-
-
 class MeasuredOnOut(serializers.Serializer[Any]):
     kind = serializers.ChoiceField(choices=["hosted", "self-hosted"])
     worker = serializers.CharField(allow_null=True)
@@ -309,18 +253,6 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
         return {key: verdict.get(key) for key in cited}  # older documents have no properties: null
 
 
-class PairOut(serializers.ModelSerializer[Pair]):
-    verifier = HubModelOut(read_only=True)
-    draft = HubModelOut(read_only=True, allow_null=True)
-
-    class Meta:
-        model = Pair
-        fields = [
-            "id", "verifier", "draft", "method", "num_speculative_tokens", "options", "created_at",
-            "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version", "latest_run", "regressed",
-        ]  # fmt: skip
-
-
 class CertificateOut(serializers.ModelSerializer[Certificate]):
     download = serializers.SerializerMethodField()
 
@@ -352,87 +284,5 @@ class RegressionOut(serializers.ModelSerializer[Regression]):
         return regression_detectable(regression=regression)
 
 
-class PairDetailOut(PairOut):
-    latest_run = serializers.SerializerMethodField()
-    certificate = serializers.SerializerMethodField()
-    regressions = RegressionOut(many=True, read_only=True)
-
-    class Meta(PairOut.Meta):
-        fields = [*PairOut.Meta.fields, "compatibility", "format_metadata", "latest_run", "certificate", "regressions"]
-
-    def get_latest_run(self, pair: Pair) -> dict[str, Any] | None:
-        run = pair.runs.public().order_by("-created_at", "-id").first()
-        return RunOut(run).data if run else None
-
-    @extend_schema_field(CertificateOut(allow_null=True))
-    def get_certificate(self, pair: Pair) -> dict[str, Any] | None:
-        certificate = pair.certificates.filter(run__workload__isnull=True).first()
-        return CertificateOut(certificate).data if certificate else None
-
-
-class PublicKeyOut(serializers.Serializer[dict[str, Any]]):
-    algorithm = serializers.CharField()
-    key_id = serializers.CharField()
-    issuer = serializers.CharField(help_text="The `issuer` every certificate this key signs names (SPECHUB_PUBLIC_URL).")
-    public_key_pem = serializers.CharField()
-
-
-class WebhookIn(serializers.Serializer[dict[str, Any]]):
-    url = serializers.URLField(
-        max_length=500, validators=[URLValidator(schemes=["http", "https"])], help_text="Where events are POSTed (http or https)."
-    )
-    events = serializers.ListField(
-        child=serializers.ChoiceField(choices=WebhookEvent.choices), required=False, default=list, max_length=16,
-        help_text="Events to receive; empty or omitted means every event.",
-    )  # fmt: skip
-
-
-class WebhookOut(serializers.ModelSerializer[WebhookEndpoint]):
-    class Meta:
-        model = WebhookEndpoint
-        fields = ["id", "url", "events", "active", "created_at"]
-
-
-class WebhookCreatedOut(WebhookOut):
-    class Meta(WebhookOut.Meta):
-        fields = [*WebhookOut.Meta.fields, "secret"]
-
-
 # Every input field has a size limit: a repo id or revision is never longer than the columns that hold it.
 ID_LENGTH = 200
-
-
-class CompatibilityIn(serializers.Serializer[dict[str, Any]]):
-    draft = serializers.CharField(required=False, allow_blank=True, max_length=ID_LENGTH, validators=[validate_repo_id])
-    draft_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
-    verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
-    verifier_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
-    method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
-    num_speculative_tokens = WholeNumberField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
-
-
-class RecommendationIn(serializers.Serializer[dict[str, Any]]):
-    verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
-    hardware = serializers.CharField(default="cpu", max_length=32)
-    concurrency = WholeNumberField(default=1, min_value=1, max_value=1024)
-    workload = serializers.ChoiceField(choices=WorkloadCategory.choices, required=False, default="")
-
-
-class SubmissionIn(serializers.Serializer[dict[str, Any]]):
-    repo_id = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
-    revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
-    verifier_repo_id = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=ID_LENGTH, validators=[validate_repo_id]
-    )
-    verifier_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
-    method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
-    num_speculative_tokens = WholeNumberField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
-
-
-class SubmissionOut(serializers.ModelSerializer[Submission]):
-    class Meta:
-        model = Submission
-        fields = [
-            "id", "repo_id", "revision", "verifier_repo_id", "verifier_revision", "status", "refusal_code",
-            "refusal_message", "validation_report", "pair", "run", "created_at",
-        ]  # fmt: skip

@@ -14,8 +14,8 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from registry.accounts.selectors import submission_quota, submission_window
 from registry.models import Submission
-from registry.selectors import submission_quota, submission_window
 
 
 class SubmissionQuota(BaseThrottle):

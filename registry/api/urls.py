@@ -2,28 +2,31 @@ from __future__ import annotations
 
 from django.urls import path
 
-from registry.api import views
+from registry.catalog import api as catalog_api
+from registry.certificates import api as certificates_api
 from registry.deployments import api as deployments_api
 from registry.fleet import api as fleet_api
+from registry.notifications import api as notifications_api
+from registry.runs import api as runs_api
 from registry.traffic import api as traffic_api
 
 urlpatterns = [
-    path("models/", views.ModelList.as_view(), name="api-models"),
-    path("pairs/", views.PairList.as_view(), name="api-pairs"),
-    path("pairs/<int:pk>/", views.PairDetail.as_view(), name="api-pair"),
-    path("pairs/<int:pk>/recertify/", views.PairRecertify.as_view(), name="api-pair-recertify"),
-    path("engines/", views.EngineList.as_view(), name="api-engines"),
-    path("engines/<str:digest>/", views.EngineDetail.as_view(), name="api-engine"),
-    path("runs/", views.RunList.as_view(), name="api-runs"),
-    path("runs/<int:pk>/", views.RunDetail.as_view(), name="api-run"),
-    path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="api-run-cancel"),
-    path("submissions/", views.SubmissionCreate.as_view(), name="api-submissions"),
-    path("compatibility/", views.Compatibility.as_view(), name="api-compatibility"),
-    path("recommendations/", views.Recommendations.as_view(), name="api-recommendations"),
-    path("export/", views.Export.as_view(), name="api-export"),
-    path("certificates/public-key/", views.PublicKey.as_view(), name="api-public-key"),
-    path("certificates/<int:pk>/", views.CertificateDetail.as_view(), name="api-certificate"),
-    path("certificates/<int:pk>/download/", views.CertificateDownload.as_view(), name="api-certificate-download"),
+    path("models/", catalog_api.ModelList.as_view(), name="api-models"),
+    path("pairs/", catalog_api.PairList.as_view(), name="api-pairs"),
+    path("pairs/<int:pk>/", catalog_api.PairDetail.as_view(), name="api-pair"),
+    path("pairs/<int:pk>/recertify/", runs_api.PairRecertify.as_view(), name="api-pair-recertify"),
+    path("engines/", runs_api.EngineList.as_view(), name="api-engines"),
+    path("engines/<str:digest>/", runs_api.EngineDetail.as_view(), name="api-engine"),
+    path("runs/", runs_api.RunList.as_view(), name="api-runs"),
+    path("runs/<int:pk>/", runs_api.RunDetail.as_view(), name="api-run"),
+    path("runs/<int:pk>/cancel/", runs_api.RunCancel.as_view(), name="api-run-cancel"),
+    path("submissions/", runs_api.SubmissionCreate.as_view(), name="api-submissions"),
+    path("compatibility/", catalog_api.Compatibility.as_view(), name="api-compatibility"),
+    path("recommendations/", catalog_api.Recommendations.as_view(), name="api-recommendations"),
+    path("export/", catalog_api.Export.as_view(), name="api-export"),
+    path("certificates/public-key/", certificates_api.PublicKey.as_view(), name="api-public-key"),
+    path("certificates/<int:pk>/", certificates_api.CertificateDetail.as_view(), name="api-certificate"),
+    path("certificates/<int:pk>/download/", certificates_api.CertificateDownload.as_view(), name="api-certificate-download"),
     path("workloads/", traffic_api.WorkloadList.as_view(), name="api-workloads"),
     path("workloads/<int:pk>/", traffic_api.WorkloadDetail.as_view(), name="api-workload"),
     path("workloads/<int:pk>/runs/", traffic_api.WorkloadCertify.as_view(), name="api-workload-runs"),
@@ -46,6 +49,6 @@ urlpatterns = [
     path("deployments/<int:pk>/token/", deployments_api.DeploymentToken.as_view(), name="api-deployment-token"),
     path("deployments/<int:pk>/ingest/reset/", deployments_api.IngestReset.as_view(), name="api-deployment-ingest-reset"),
     path("deployments/<int:pk>/observations/", deployments_api.Observations.as_view(), name="api-deployment-observations"),
-    path("webhooks/", views.Webhooks.as_view(), name="api-webhooks"),
-    path("webhooks/<int:pk>/", views.WebhookDelete.as_view(), name="api-webhook"),
+    path("webhooks/", notifications_api.Webhooks.as_view(), name="api-webhooks"),
+    path("webhooks/<int:pk>/", notifications_api.WebhookDelete.as_view(), name="api-webhook"),
 ]

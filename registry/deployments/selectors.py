@@ -12,7 +12,7 @@ from django.http import Http404
 
 from kernel import live, result
 from registry.models import CertificationRun, Deployment, LiveSnapshot
-from registry.selectors import run_document
+from registry.runs.selectors import run_document
 from registry.states import FINAL_STATES, RunState
 
 # Looking back from the newest window for enough steps and requests to judge, no further than this.

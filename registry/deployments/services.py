@@ -17,6 +17,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from kernel import live
+from registry.accounts.selectors import submission_quota
+from registry.accounts.services import user_lock
 from registry.deployments import selectors
 from registry.deployments.selectors import (
     as_snapshot,
@@ -38,10 +40,8 @@ from registry.models import (
     WebhookEvent,
     Workload,
 )
-from registry.selectors import submission_quota
-from registry.services.notifications import owner_event_notify
-from registry.services.runs import run_create
-from registry.services.users import user_lock
+from registry.notifications.services import owner_event_notify
+from registry.runs.services import run_create
 from registry.traffic.services import workload_certify
 
 RESET_HINT = (

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from kernel import live
 from kernel.spec import Plan
 from registry import charts
+from registry.accounts.selectors import submission_quota
 from registry.deployments import selectors, services
 from registry.models import Deployment, Pair, Workload
 from registry.params import whole_number, whole_number_or_none
-from registry.selectors import submission_quota
 from registry.states import RunState
 
 DAYS = (1, 7, 30, 365)

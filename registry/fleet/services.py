@@ -1,7 +1,7 @@
 """Writes for self-hosted workers (issue 41): registration, claims as leases, uploads held to the claim, revocation.
 
 A worker holds no database, broker or signing secret: it calls /api/v1/workers/ with its own credential, and every
-rule is here. A claim is a lease on the run's existing attempt machinery (registry/services/runs.py): a worker that
+rule is here. A claim is a lease on the run's existing attempt machinery (registry/runs/services.py): a worker that
 stops beating loses the run to `runs_requeue_stale`, exactly as a hosted Celery worker does (R1). The certificate is
 signed by the registry (run_finish publishes it) after the upload has passed its checks.
 """
@@ -32,9 +32,9 @@ from registry.dispatch import task_send_on_commit
 from registry.fleet.selectors import labels_to_qualify, qualified_labels
 from registry.models import CertificationRun, EngineQualification, RegistrationToken, Worker, WorkerAction, WorkerEvent
 from registry.params import echo
-from registry.selectors.runs import run_spec
-from registry.services.qualifications import QualificationRefused, qualification_load, qualification_record
-from registry.services.runs import (
+from registry.runs.qualifications import QualificationRefused, qualification_load, qualification_record
+from registry.runs.selectors import run_spec
+from registry.runs.services import (
     RunBusy,
     RunNotActive,
     awaiting_signature,

@@ -22,7 +22,7 @@ from kernel.heartbeat import Heartbeat
 from kernel.result import ResultDocument
 from kernel.spec import RunSpec
 from registry.celery import app
-from registry.services import runs
+from registry.runs import services as runs
 from registry.tasks.timelimit import TimeLimits
 from registry.traffic.services import workload_file
 
@@ -33,7 +33,7 @@ class CertifyTask(Task):  # type: ignore[type-arg]
     """Owns a run's lifecycle: claiming, heartbeats, error classification and retries.
 
     The work itself is the director's; this class only turns its progress and
-    errors into run states through registry.services.runs.
+    errors into run states through registry.runs.services.
     """
 
     acks_late = True

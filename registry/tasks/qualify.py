@@ -7,7 +7,7 @@ it; the record comes back as a document, like a certification's.
 from __future__ import annotations
 
 from registry.celery import app
-from registry.services.qualifications import build_qualify_here
+from registry.runs.qualifications import build_qualify_here
 
 
 @app.task(name="registry.qualify_engine", acks_late=True)

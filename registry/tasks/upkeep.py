@@ -13,9 +13,13 @@ from django.conf import settings
 from kernel import children
 from kernel.builds import installed_engine_build
 from kernel.errors import RunError
+from registry.catalog import imports
 from registry.celery import app, hardware_queues
+from registry.certificates import publishing
 from registry.fleet import services as fleet
-from registry.services import imports, notifications, publishing, qualifications, runs, schedules
+from registry.notifications import services as notifications
+from registry.runs import qualifications, schedules
+from registry.runs import services as runs
 from registry.traffic import services as traffic
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 from kernel import result, stats
 from registry.charts import TIMES
 from registry.models import CertificationRun, Pair, Workload
-from registry.selectors import latest_finished_run, property_rows, run_document
+from registry.runs.selectors import latest_finished_run, property_rows, run_document
 from registry.states import RunState
 
 

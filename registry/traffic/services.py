@@ -19,12 +19,12 @@ from django.utils import timezone
 
 from kernel import traffic as kw
 from kernel.errors import UserError
+from registry.accounts.services import user_lock
+from registry.catalog.gate import hub_client
 from registry.models import CertificationRun, HubModel, Pair, Role, RunTrigger, Workload
 from registry.params import echo
-from registry.selectors import measuring_plan
-from registry.services.gate import hub_client
-from registry.services.runs import run_cancel, run_create
-from registry.services.users import user_lock
+from registry.runs.selectors import measuring_plan
+from registry.runs.services import run_cancel, run_create
 from registry.states import FINAL_STATES
 
 

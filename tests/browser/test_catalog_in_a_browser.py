@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from registry.models import Pair
-from registry.services.demo import demo_catalog_load
+from registry.runs.demo import demo_catalog_load
 from tests.registry.test_catalog_filters import finish
 from tests.support.processes import ROOT, certifying_worker_env, start_worker
 

@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from registry.fleet.services import registration_token_create, worker_register
 from registry.models import CertificationRun, Deployment, Pair, Submission, SubmissionSource, SubmissionStatus
-from registry.services.demo import demo_catalog_load
-from registry.services.qualifications import qualification_record
-from registry.services.runs import run_claim, run_create, run_finish
+from registry.runs.demo import demo_catalog_load
+from registry.runs.qualifications import qualification_record
+from registry.runs.services import run_claim, run_create, run_finish
 from registry.states import RunState
 from tests.browser.conftest import watch_csp
 from tests.registry.test_catalog_filters import finish

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 
 from registry.models import CertificationRun, Workload
-from registry.services.submissions import submission_create
+from registry.runs.submissions import submission_create
 from registry.tasks.certify import certify
 from tests.browser.test_pages_look_right import PASSWORD, look_at, screenshots, sign_in, sized  # noqa: F401 - fixtures
 

@@ -19,7 +19,7 @@ from workers.metrics import Stein
 
 RUNS, TOLERANCE, SPEEDUP = 4000, 0.05, 1.5
 GPU, CPU = Stein(first=4, most=12, target=0.05), Stein(first=4, most=6, target=0.05)
-# The run-to-run floors registry.services.regressions assumes where a pair's history cannot say
+# The run-to-run floors registry.runs.regressions assumes where a pair's history cannot say
 # (tests/registry/test_regression_history.py holds them equal).
 GPU_FLOOR, CPU_FLOOR = 0.03, 0.06
 FIRSTS = (4, 4)

@@ -7,7 +7,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from registry.models import Pair
-from registry.services.demo import demo_catalog_load
+from registry.runs.demo import demo_catalog_load
 from tests.support.processes import ROOT
 from tests.support.runs import finish_run
 

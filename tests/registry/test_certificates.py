@@ -13,9 +13,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from kernel import certificates
+from registry.certificates.services import signing_key
 from registry.models import Certificate, RunTrigger, Workload
-from registry.services.certificates import signing_key
-from registry.services.schedules import certificates_sweep
+from registry.runs.schedules import certificates_sweep
 from tests.support.factories import PairFactory, RunFactory
 from tests.support.runs import finish_run
 

@@ -12,11 +12,11 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 
 from kernel import certificates
+from registry.certificates.services import verifying_key
 from registry.models import Certificate, EngineQualification
-from registry.services.certificates import verifying_key
-from registry.services.demo import demo_catalog_load
-from registry.services.qualifications import QualificationRefused, build_qualify_if_new, qualification_record, runs_rejudge_all
-from registry.services.runs import run_claim, run_create, run_finish
+from registry.runs.demo import demo_catalog_load
+from registry.runs.qualifications import QualificationRefused, build_qualify_if_new, qualification_record, runs_rejudge_all
+from registry.runs.services import run_claim, run_create, run_finish
 from tests.support.factories import PairFactory
 from tests.support.processes import ROOT
 from tests.support.qualification import judged_document, record

@@ -33,9 +33,9 @@ from registry.models import (
     Worker,
     Workload,
 )
-from registry.services.demo import demo_catalog_load
-from registry.services.notifications import webhook_endpoint_create
-from registry.services.qualifications import qualification_record
+from registry.notifications.services import webhook_endpoint_create
+from registry.runs.demo import demo_catalog_load
+from registry.runs.qualifications import qualification_record
 from registry.traffic.services import workload_create
 from tests.registry.test_pair_and_run_pages import serving_document
 from tests.support.processes import ROOT

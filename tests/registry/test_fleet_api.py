@@ -18,10 +18,10 @@ from kernel.spec import RunSpec, spec_of
 from registry.deployments.services import token_digest
 from registry.fleet.services import upload_finish
 from registry.models import CertificationRun, Pair, RegistrationToken, Worker, WorkerEvent, Workload
-from registry.selectors.engines import engine_qualifications, qualification_for
-from registry.services.qualifications import qualification_record
-from registry.services.runs import run_create, runs_requeue_stale
-from registry.services.schedules import runs_dispatch_lost
+from registry.runs.engines import engine_qualifications, qualification_for
+from registry.runs.qualifications import qualification_record
+from registry.runs.schedules import runs_dispatch_lost
+from registry.runs.services import run_create, runs_requeue_stale
 from registry.states import RunState
 from tests.support import qualification
 from tests.support.factories import PairFactory
@@ -284,7 +284,7 @@ def test_an_upload_waits_for_its_signature_through_revoke_ephemeral_ends_and_qui
 
 
 def test_a_hosted_takeover_clears_the_worker_and_the_old_worker_cannot_act_on_the_new_attempt(owner):
-    from registry.services.runs import run_claim
+    from registry.runs.services import run_claim
 
     worker, _ = registered(owner, ["gpu.h100"])
     run = private_run(owner)

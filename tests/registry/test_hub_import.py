@@ -8,9 +8,9 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 from django_celery_beat.models import PeriodicTask
 
+from registry.catalog.imports import collection_repo_ids, hub_import
 from registry.models import CertificationRun, Pair, Submission
-from registry.services.imports import collection_repo_ids, hub_import
-from registry.services.schedules import schedules_install
+from registry.runs.schedules import schedules_install
 from tests.support.collection_double import collection_double
 from zoo import ORG
 

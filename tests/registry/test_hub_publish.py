@@ -5,9 +5,9 @@ import yaml
 from huggingface_hub import parse_eval_result_entries
 
 from kernel import certificates
+from registry.certificates.publishing import certificate_hub_pr_open
+from registry.certificates.services import signing_key
 from registry.models import Certificate
-from registry.services.certificates import signing_key
-from registry.services.publishing import certificate_hub_pr_open
 from tests.support.factories import PairFactory
 from tests.support.hub_write_double import hub_write_double
 from tests.support.runs import finish_run

@@ -10,7 +10,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from registry.models import CertificationRun, EngineBuild
-from registry.services.runs import run_claim, run_create, run_progress
+from registry.runs.services import run_claim, run_create, run_progress
 from tests.support.factories import PairFactory, RunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

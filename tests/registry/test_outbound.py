@@ -12,9 +12,9 @@ from contextlib import contextmanager, suppress
 import httpx
 import pytest
 
-from registry import outbound
 from registry.models import DeliveryState, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from registry.services.notifications import webhook_deliver
+from registry.notifications import outbound
+from registry.notifications.services import webhook_deliver
 from tests.support.receiver import webhook_receiver
 
 INTERNAL = [

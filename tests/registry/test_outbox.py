@@ -11,9 +11,9 @@ from kombu.exceptions import OperationalError
 
 from kernel.errors import UserError
 from registry import dispatch
+from registry.certificates.publishing import certificate_hub_pr_refused, certificates_publish_pending
 from registry.models import Certificate, DeliveryState, EmailNotice, Submission, WebhookDelivery, WebhookEvent
-from registry.services.notifications import emails_send_due, pair_event_notify, webhook_endpoint_create
-from registry.services.publishing import certificate_hub_pr_refused, certificates_publish_pending
+from registry.notifications.services import emails_send_due, pair_event_notify, webhook_endpoint_create
 from tests.services import free_port
 from tests.support.factories import PairFactory
 from tests.support.runs import finish_run

@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from registry.models import WorkloadResult
-from registry.services.demo import demo_catalog_load
+from registry.runs.demo import demo_catalog_load
 from registry.states import RunState
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT

@@ -8,7 +8,7 @@ import pytest
 
 from kernel.stats import detectable_drop
 from registry.models import Regression, Submission
-from registry.services import regressions
+from registry.runs import regressions
 from tests.kernel import test_regression_interval as simulated
 from tests.support.factories import PairFactory
 from tests.support.runs import finish_run

@@ -13,9 +13,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from registry import webhooks
 from registry.models import DeliveryState, Regression, Submission, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from registry.services.notifications import pair_event_notify, webhook_deliver, webhook_endpoint_create, webhooks_deliver_due
+from registry.notifications import signing as webhooks
+from registry.notifications.services import pair_event_notify, webhook_deliver, webhook_endpoint_create, webhooks_deliver_due
 from tests.support.factories import HubModelFactory, PairFactory
 from tests.support.receiver import webhook_receiver
 from tests.support.runs import finish_run
@@ -218,7 +218,7 @@ def test_an_owner_deletes_their_endpoint_and_nobody_else_can(db, owner, client, 
 
 
 def test_a_duplicate_submission_of_a_pair_spechub_added_makes_nobody_its_owner(db, owner):
-    from registry.selectors import pair_owner
+    from registry.catalog.selectors import pair_owner
 
     pair = PairFactory.create()
     draft = pair.draft

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from registry.models import Submission
-from registry.services.demo import demo_catalog_load
+from registry.runs.demo import demo_catalog_load
 from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.django_db

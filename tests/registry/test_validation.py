@@ -41,7 +41,7 @@ def test_the_api_answers_a_newline_in_a_repo_id_with_a_400_naming_the_field():
 def test_a_pair_with_lossy_options_is_refused_wherever_it_is_saved_with_the_gates_reason(db):
     from django.core.exceptions import ValidationError
 
-    from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
+    from registry.catalog.services import hub_model_get_or_create, pair_get_or_create
 
     verifier = hub_model_get_or_create(repo_id="org/verifier", sha="a" * 40, role="verifier")[0]
     with pytest.raises(ValidationError) as refused:

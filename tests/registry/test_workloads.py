@@ -15,9 +15,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
 
 from kernel.certificates import payload_of
+from registry.certificates.publishing import certificate_hub_pr_open
 from registry.models import Certificate, CertificationRun, Pair, Workload
-from registry.services.publishing import certificate_hub_pr_open
-from registry.services.submissions import submission_create
+from registry.runs.submissions import submission_create
 from registry.states import RunState
 from registry.tasks.certify import certify
 from registry.traffic.services import workload_files_clear

@@ -41,7 +41,7 @@ from django.test import override_settings
 
 from registry.fleet.services import registration_token_create, worker_public_approve
 from registry.models import CertificationRun, Worker
-from registry.services.submissions import submission_create
+from registry.runs.submissions import submission_create
 from tests.support import fleet
 from tests.support.processes import Process, certifying_worker_env, wait_until
 from zoo import ORG

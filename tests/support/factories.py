@@ -9,8 +9,8 @@ from factory.base import Factory
 from factory.declarations import Sequence, SubFactory
 from factory.django import DjangoModelFactory
 
+from registry.catalog.services import pair_get_or_create
 from registry.models import CertificationRun, HubModel, Pair
-from registry.services.pairs import pair_get_or_create
 
 
 def fake_sha(seed: object) -> str:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kernel import certificates
-from registry.services.certificates import signing_key
+from registry.certificates.services import signing_key
 from tests.support.processes import BIN, compose_command, process_env, serving, start_worker, worker_database_url
 
 SECRETS = ("DATABASE_URL", "CELERY_BROKER_URL", "SPECHUB_SIGNING_KEY", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")

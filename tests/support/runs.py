@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from registry.models import CertificationRun, Pair
-from registry.services.runs import run_claim, run_create, run_finish
+from registry.runs.services import run_claim, run_create, run_finish
 
 
 def result_document(

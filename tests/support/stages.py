@@ -119,7 +119,7 @@ def injected_stages_crashing() -> list[Stage]:
 
 
 def _cancel_myself(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
-    from registry.services.runs import run_cancel
+    from registry.runs.services import run_cancel
 
     run_cancel(run_id=spec.run_id)
     report(50)  # the next progress report finds the run cancelled

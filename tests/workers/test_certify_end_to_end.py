@@ -17,8 +17,8 @@ import pytest
 from kernel import certificates
 from kernel.result import MACHINE_LIMITED, REACHED, STOPPING_REASONS
 from kernel.traffic import CATEGORIES
+from registry.certificates.services import signing_key
 from registry.models import CertificationRun
-from registry.services.certificates import signing_key
 from registry.states import RunState
 from spechub import cli
 from tests.support.certified import AUTHOR, PAIRS, SMOKE_ENGINE_FEATURES

@@ -6,7 +6,7 @@ import pytest
 from django.test import override_settings
 
 from registry.models import WorkloadResult
-from registry.services import runs
+from registry.runs import services as runs
 from registry.states import RunState
 from registry.tasks.certify import certify
 from tests.support.factories import RunFactory

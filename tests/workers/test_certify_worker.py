@@ -16,7 +16,7 @@ from django.db import transaction
 from django.test import override_settings
 
 from registry.models import CertificationRun, WorkloadResult
-from registry.services.runs import run_create
+from registry.runs.services import run_create
 from registry.states import RunState
 from registry.tasks.timelimit import HARD_LIMIT_EXIT_CODE
 from tests.support.factories import PairFactory

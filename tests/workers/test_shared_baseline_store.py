@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import transaction
 
 from registry.models import CertificationRun
-from registry.services.demo import demo_catalog_load
-from registry.services.runs import run_create
+from registry.runs.demo import demo_catalog_load
+from registry.runs.services import run_create
 from registry.states import RunState
 from tests.support.processes import ROOT, certifying_worker_env, process_env, start_worker, wait_until
 

@@ -26,10 +26,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from kernel import result
 from kernel.console import engines_to, log_file
 from kernel.errors import RunError
+from registry.catalog.selectors import pairs_to_certify
 from registry.models import CertificationRun, Pair
-from registry.selectors import pairs_to_certify
-from registry.services.demo import demo_catalog_load, demo_qualify, demo_queue
-from registry.services.qualifications import runs_rejudge_all
+from registry.runs.demo import demo_catalog_load, demo_qualify, demo_queue
+from registry.runs.qualifications import runs_rejudge_all
 from registry.states import FINAL_STATES
 
 ZOO = Path(settings.BASE_DIR) / "zoo" / "models"

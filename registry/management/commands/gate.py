@@ -17,7 +17,7 @@ from kernel.formats import Report
 from kernel.formats.inputs import is_repo_id
 from kernel.formats.vllm_support import DRAFTLESS_METHODS, METHODS
 from kernel.repos import HubRepo, LocalRepo, RepoSource, gate_check
-from registry.services.gate import hub_client
+from registry.catalog.gate import hub_client
 
 COULD_NOT_JUDGE = 2
 

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kernel.errors import RunError
-from registry.services.imports import collection_repo_ids, hub_import
+from registry.catalog.imports import collection_repo_ids, hub_import
 
 
 class Command(BaseCommand):

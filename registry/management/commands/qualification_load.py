@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from registry.services.qualifications import QualificationRefused, qualification_record
+from registry.runs.qualifications import QualificationRefused, qualification_record
 
 
 class Command(BaseCommand):

@@ -12,8 +12,8 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from kernel import result
-from registry.selectors import run_document
-from registry.services.qualifications import runs_rejudge_all
+from registry.runs.qualifications import runs_rejudge_all
+from registry.runs.selectors import run_document
 
 
 class Command(BaseCommand):

@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kernel import certificate_text, certificates
-from registry.services.certificates import verifying_key
+from registry.certificates.services import verifying_key
 
 EXPIRED = 2
 

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from registry.models import CertificationRun, Pair, Submission
-from registry.services.demo import demo_catalog_load
+from registry.runs.demo import demo_catalog_load
 from registry.states import RunState
 from tests.support.processes import ROOT
 

@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from registry.certificates.publishing import pair_listing_update
 from registry.models import Pair
-from registry.services.demo import demo_catalog_load
-from registry.services.publishing import pair_listing_update
+from registry.runs.demo import demo_catalog_load
 from registry.states import RunState
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT

@@ -6,8 +6,8 @@ import pytest
 
 from kernel.errors import InfraError
 from kernel.hub import HubClient
-from registry.services.demo import demo_catalog_load
-from registry.services.gate import pair_judge
+from registry.catalog.gate import pair_judge
+from registry.runs.demo import demo_catalog_load
 from tests.services import free_port
 from tests.support.processes import ROOT
 

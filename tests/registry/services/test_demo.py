@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from registry.models import HubModel, Pair
-from registry.services.demo import demo_catalog_load
+from registry.runs.demo import demo_catalog_load
 from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.django_db

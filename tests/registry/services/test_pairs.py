@@ -10,8 +10,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from kernel.formats.vllm_support import DRAFTLESS_METHODS, METHODS
+from registry.catalog.services import hub_model_get_or_create, pair_get_or_create
 from registry.models import HubModel, Method, Pair
-from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
 from tests.support.factories import HubModelFactory, fake_sha
 from tests.support.processes import ROOT, process_env, worker_database_url
 
@@ -93,7 +93,7 @@ RACER = """
 import json, sys, time, django
 django.setup()
 from registry.models import HubModel
-from registry.services.pairs import pair_get_or_create
+from registry.catalog.services import pair_get_or_create
 verifier, draft = HubModel.objects.get(pk=sys.argv[1]), HubModel.objects.get(pk=sys.argv[2])
 start = float(sys.argv[3])
 time.sleep(max(0.0, start - time.time()))

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from kernel.errors import InfraError, UserError
 from registry.models import CertificationRun, WorkloadResult
-from registry.services import runs
+from registry.runs import services as runs
 from registry.states import RunState
 from tests.support.factories import RunFactory
 

@@ -19,13 +19,13 @@ from kernel import result
 from kernel.errors import Fault, RunError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
+from registry.certificates.publishing import run_publish
 from registry.dispatch import task_send, task_send_on_commit
 from registry.fleet.selectors import serves
 from registry.models import CertificationRun, Pair, Priority, RunTrigger, Workload, WorkloadResult
 from registry.params import echo
-from registry.selectors import run_spec
-from registry.services.publishing import run_publish
-from registry.services.qualifications import document_judge
+from registry.runs.qualifications import document_judge
+from registry.runs.selectors import run_spec
 from registry.states import ACTIVE_PATH, ACTIVE_STATES, STAGE_STATES, TRANSITIONS, RunState, can_transition
 
 logger = logging.getLogger(__name__)

@@ -11,10 +11,10 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from registry.celery import NOTIFICATION_TASKS
+from registry.certificates.services import certificates_expire
 from registry.models import Certificate, CertificationRun, EngineBuild, Pair, Priority, RunTrigger, Verdict, WebhookEvent
-from registry.services.certificates import certificates_expire
-from registry.services.notifications import pair_event_notify
-from registry.services.runs import run_create, run_dispatch
+from registry.notifications.services import pair_event_notify
+from registry.runs.services import run_create, run_dispatch
 from registry.states import FINAL_STATES, RunState
 
 # Verdicts of pairs that hold a certificate worth keeping current.

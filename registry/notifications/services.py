@@ -18,10 +18,11 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from kernel import certificates
-from registry import outbound, webhooks
+from registry.catalog.selectors import pair_owner, pair_public_url
 from registry.dispatch import task_send_on_commit
 from registry.models import DeliveryState, EmailNotice, Outbound, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from registry.selectors import pair_owner, pair_public_url
+from registry.notifications import outbound
+from registry.notifications import signing as webhooks
 
 logger = logging.getLogger(__name__)
 Row = TypeVar("Row", bound=Outbound)

@@ -14,8 +14,8 @@ import yaml
 from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
 
 from kernel import certificates
+from registry.catalog.selectors import pair_public_url
 from registry.models import Certificate
-from registry.selectors import pair_public_url
 
 
 def eval_results_path(certificate: Certificate) -> str:

@@ -14,7 +14,7 @@ from kernel import certificates, result
 from kernel.spec import inputs_of
 from registry.fleet.selectors import measured_on
 from registry.models import Certificate, CertificationRun, Verdict
-from registry.selectors import run_document
+from registry.runs.selectors import run_document
 
 REPRODUCE = "python -m workers reproduce certificate.json --out reproduced.json"
 

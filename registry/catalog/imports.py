@@ -18,9 +18,9 @@ from huggingface_hub import HfApi
 from kernel.errors import RunError
 from kernel.formats.inputs import is_repo_id
 from kernel.hub import HubClient, classify
+from registry.catalog.gate import hub_client
 from registry.models import Submission, SubmissionSource
-from registry.services.gate import hub_client
-from registry.services.submissions import submission_create
+from registry.runs.submissions import submission_create
 
 
 @dataclass(frozen=True)

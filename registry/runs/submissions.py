@@ -11,12 +11,12 @@ from kernel.formats import Report, describe_draft
 from kernel.formats.inputs import is_repo_id
 from kernel.hub import HubClient
 from kernel.repos import HubRepo, gate_check
+from registry.accounts.selectors import submission_quota
+from registry.accounts.services import user_lock
+from registry.catalog.gate import hub_client, pair_judgement_store
+from registry.catalog.services import hub_model_get_or_create, pair_get_or_create
 from registry.models import HubModel, Role, RunTrigger, Submission, SubmissionSource, SubmissionStatus
-from registry.selectors import submission_quota
-from registry.services.gate import hub_client, pair_judgement_store
-from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
-from registry.services.runs import run_create
-from registry.services.users import user_lock
+from registry.runs.services import run_create
 
 
 def submission_create(

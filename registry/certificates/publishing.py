@@ -10,14 +10,15 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kernel.errors import RunError
+from registry.catalog.gate import hub_client
+from registry.catalog.selectors import pair_public_url
+from registry.certificates.eval_results import eval_results_path, eval_results_yaml, model_card_section
+from registry.certificates.services import certificate_issue
 from registry.dispatch import task_send_on_commit
 from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
-from registry.selectors import pair_public_url, regression_detectable, run_headline, run_summary
-from registry.services.certificates import certificate_issue
-from registry.services.eval_results import eval_results_path, eval_results_yaml, model_card_section
-from registry.services.gate import hub_client
-from registry.services.notifications import pair_event_notify
-from registry.services.regressions import run_regressions_record
+from registry.notifications.services import pair_event_notify
+from registry.runs.regressions import run_regressions_record
+from registry.runs.selectors import regression_detectable, run_headline, run_summary
 
 
 def run_publish(*, run: CertificationRun) -> Certificate | None:

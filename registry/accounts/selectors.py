@@ -1,4 +1,4 @@
-"""Reads about users: submission quotas, webhook endpoints, and the Hub imports' submissions."""
+"""Reads about users: their submission quota and its window."""
 
 from __future__ import annotations
 
@@ -6,13 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from registry.models import (
     Submission,
-    SubmissionSource,
-    WebhookEndpoint,
 )
 
 
@@ -27,14 +24,3 @@ def submission_quota(*, user: Any) -> dict[str, int | str]:
     count, period = settings.SPECHUB_SUBMISSION_RATE.split("/")
     used = Submission.objects.filter(submitted_by=user, created_at__gte=timezone.now() - submission_window()).count()
     return {"used": used, "limit": int(count), "period": period}
-
-
-def webhooks_of(*, owner: Any) -> QuerySet[WebhookEndpoint]:
-    """Return the owner's webhook endpoints, newest first."""
-    return WebhookEndpoint.objects.filter(owner=owner).order_by("-created_at", "-id")
-
-
-def hub_imports() -> QuerySet[Submission]:
-    """Return the Hub import's submissions, newest first, with their pairs."""
-    found = Submission.objects.filter(source=SubmissionSource.HUB_IMPORT).select_related("pair", "pair__verifier")
-    return found.order_by("-created_at", "-id")

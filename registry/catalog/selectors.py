@@ -10,22 +10,17 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from kernel import result
-from registry.filters import PairFilter, filtered_pairs
+from registry.catalog.filters import PairFilter, filtered_pairs
 from registry.fleet.selectors import measured_on
 from registry.models import (
     HubModel,
     Pair,
     Role,
+    Submission,
+    SubmissionSource,
     SubmissionStatus,
 )
-from registry.selectors.runs import (
-    RunSummary,
-    latest_finished_run,
-    property_rows,
-    regression_rows,
-    run_document,
-    run_summary,
-)
+from registry.runs.selectors import RunSummary, latest_finished_run, property_rows, regression_rows, run_document, run_summary
 from registry.states import RunState
 
 
@@ -202,3 +197,9 @@ def pair_owner(*, pair: Pair) -> Any:
 def pair_public_url(*, pair: Pair) -> str:
     """Return the pair page's absolute address, for emails, webhooks and Hub PRs."""
     return f"{settings.SPECHUB_PUBLIC_URL.rstrip('/')}{reverse('pair', args=[pair.pk])}"
+
+
+def hub_imports() -> QuerySet[Submission]:
+    """Return the Hub import's submissions, newest first, with their pairs."""
+    found = Submission.objects.filter(source=SubmissionSource.HUB_IMPORT).select_related("pair", "pair__verifier")
+    return found.order_by("-created_at", "-id")

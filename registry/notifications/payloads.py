@@ -1,6 +1,6 @@
 """The webhook events' payloads, for the OpenAPI schema's `webhooks` section (SPECTACULAR_SETTINGS["WEBHOOKS"]).
 
-Deliveries are POSTs of these bodies, signed the Standard Webhooks way (registry/webhooks.py).
+Deliveries are POSTs of these bodies, signed the Standard Webhooks way (registry/notifications/signing.py).
 """
 
 from __future__ import annotations

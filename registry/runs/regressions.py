@@ -9,7 +9,7 @@ from django.conf import settings
 from kernel import result
 from kernel.stats import ratio_between, run_to_run_spread
 from registry.models import CertificationRun, Regression
-from registry.selectors import lineage_block_ratios, previous_lineage_run, run_document, run_headline
+from registry.runs.selectors import lineage_block_ratios, previous_lineage_run, run_document, run_headline
 
 # How far a pair's true speed moves from one run to the next (log spread), where its own history cannot say yet.
 # Nothing has measured it on our machines: these are stated assumptions. A CPU run shares two cores among both

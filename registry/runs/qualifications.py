@@ -14,11 +14,12 @@ from kernel import qualification as q
 from kernel import result
 from kernel.builds import installed_engine_build
 from kernel.verdict import rejudge
+from registry.certificates.publishing import pair_listing_update
+from registry.certificates.services import certificate_issue
 from registry.dispatch import task_send_on_commit
 from registry.models import CertificationRun, EngineQualification, Worker
-from registry.selectors import qualification_for, run_document
-from registry.services.certificates import certificate_issue
-from registry.services.publishing import pair_listing_update
+from registry.runs.engines import qualification_for
+from registry.runs.selectors import run_document
 from registry.states import RunState
 
 logger = logging.getLogger(__name__)

@@ -15,12 +15,12 @@ from django.db import transaction
 from kernel.builds import installed_engine_build
 from kernel.formats import Report, tokenizer_hash
 from kernel.repos import LocalRepo, gate_check
+from registry.catalog.gate import pair_judgement_store
+from registry.catalog.services import hub_model_get_or_create, pair_get_or_create
 from registry.models import CertificationRun, EngineQualification, HubModel, Pair, Role
-from registry.selectors import qualification_for
-from registry.services.gate import pair_judgement_store
-from registry.services.pairs import hub_model_get_or_create, pair_get_or_create
-from registry.services.qualifications import build_qualify_here
-from registry.services.runs import run_create
+from registry.runs.engines import qualification_for
+from registry.runs.qualifications import build_qualify_here
+from registry.runs.services import run_create
 from zoo import ORG
 from zoo.localhub import build_mirrors, git_sha
 from zoo.pairs import ZOO_PAIRS

@@ -1,0 +1,168 @@
+"""The catalog's API: models, pairs, the gate on demand, recommendations and the export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import generics, serializers
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
+from rest_framework.views import APIView
+
+from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
+from registry.api.pagination import IdsFirstPagination
+from registry.api.renderers import CsvRenderer
+from registry.api.serializers import ID_LENGTH, CertificateOut, RegressionOut, RunOut
+from registry.catalog.filters import PairFilter
+from registry.catalog.gate import gate_report_cached
+from registry.catalog.selectors import compatibility_matrix, export_rows, pairs_list, recommendations
+from registry.models import (
+    HubModel,
+    Pair,
+    WorkloadCategory,
+)
+from registry.params import WholeNumberField
+from registry.validation import validate_repo_id, validate_revision
+
+
+class HubModelOut(serializers.ModelSerializer[HubModel]):
+    class Meta:
+        model = HubModel
+        fields = [
+            "id",
+            "repo_id",
+            "sha",
+            "role",
+            "architecture",
+            "family",
+            "parameter_count",
+            "dtype",
+            "license",
+            "tokenizer_hash",
+        ]
+
+
+class PairOut(serializers.ModelSerializer[Pair]):
+    verifier = HubModelOut(read_only=True)
+    draft = HubModelOut(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Pair
+        fields = [
+            "id", "verifier", "draft", "method", "num_speculative_tokens", "options", "created_at",
+            "verdict", "speedup", "mean_acceptance_length", "hardware", "engine_version", "latest_run", "regressed",
+        ]  # fmt: skip
+
+
+class PairDetailOut(PairOut):
+    latest_run = serializers.SerializerMethodField()
+    certificate = serializers.SerializerMethodField()
+    regressions = RegressionOut(many=True, read_only=True)
+
+    class Meta(PairOut.Meta):
+        fields = [*PairOut.Meta.fields, "compatibility", "format_metadata", "latest_run", "certificate", "regressions"]
+
+    def get_latest_run(self, pair: Pair) -> dict[str, Any] | None:
+        run = pair.runs.public().order_by("-created_at", "-id").first()
+        return RunOut(run).data if run else None
+
+    @extend_schema_field(CertificateOut(allow_null=True))
+    def get_certificate(self, pair: Pair) -> dict[str, Any] | None:
+        certificate = pair.certificates.filter(run__workload__isnull=True).first()
+        return CertificateOut(certificate).data if certificate else None
+
+
+class CompatibilityIn(serializers.Serializer[dict[str, Any]]):
+    draft = serializers.CharField(required=False, allow_blank=True, max_length=ID_LENGTH, validators=[validate_repo_id])
+    draft_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
+    verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
+    verifier_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
+    method = serializers.ChoiceField(choices=METHOD_CHOICES, required=False)
+    num_speculative_tokens = WholeNumberField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
+
+
+class RecommendationIn(serializers.Serializer[dict[str, Any]]):
+    verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
+    hardware = serializers.CharField(default="cpu", max_length=32)
+    concurrency = WholeNumberField(default=1, min_value=1, max_value=1024)
+    workload = serializers.ChoiceField(choices=WorkloadCategory.choices, required=False, default="")
+
+
+class ModelList(generics.ListAPIView[HubModel]):
+    """Pinned Hub models in the catalog."""
+
+    serializer_class = HubModelOut
+    queryset = HubModel.objects.order_by("repo_id", "sha")
+
+
+class PairList(generics.ListAPIView[Pair]):
+    """Pairs with the catalog's filters (q, family, verifier, method, verdict, hardware, engine_version,
+    min_speedup) and sorts (sort=newest|speedup|al)."""
+
+    serializer_class = PairOut
+    pagination_class = IdsFirstPagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = PairFilter
+    queryset = pairs_list()
+
+
+class PairDetail(generics.RetrieveAPIView[Pair]):
+    """One pair with its compatibility report and its latest run's results."""
+
+    serializer_class = PairDetailOut
+    queryset = Pair.objects.select_related("verifier", "draft")
+
+
+class Compatibility(APIView):
+    """GET: the verifiers-by-drafts matrix. POST: the gate's verdict for two repos, creating nothing."""
+
+    throttle_scope = "compatibility"
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # Only the verdict reads the Hub inside the request; the matrix is one database read.
+        return super().get_throttles() if self.request.method == "POST" else []
+
+    @extend_schema(responses=dict[str, Any])
+    def get(self, request: Request) -> Response:
+        return Response(compatibility_matrix())
+
+    @extend_schema(request=CompatibilityIn, responses=dict[str, Any])
+    def post(self, request: Request) -> Response:
+        given = CompatibilityIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        report = gate_report_cached(
+            verifier=data["verifier"],
+            verifier_revision=data["verifier_revision"],
+            draft=data.get("draft") or None,
+            draft_revision=data["draft_revision"],
+            method=data.get("method"),
+            k=data.get("num_speculative_tokens"),
+        )
+        return Response(report)
+
+
+class Recommendations(APIView):
+    """The best draft for a verifier on a hardware class, at a concurrency, optionally for one workload."""
+
+    @extend_schema(parameters=[RecommendationIn], responses=dict[str, Any])
+    def get(self, request: Request) -> Response:
+        given = RecommendationIn(data=request.query_params)
+        given.is_valid(raise_exception=True)
+        ranked = recommendations(**given.validated_data)
+        best = next((r for r in ranked if r["verdict"] == "certified"), None)
+        return Response({"query": given.validated_data, "best": best, "ranked": ranked})
+
+
+class Export(APIView):
+    """Every pair with its latest certification, as CSV or JSON (`?format=csv|json`)."""
+
+    renderer_classes = [JSONRenderer, CsvRenderer]
+
+    @extend_schema(responses=dict[str, Any])
+    def get(self, request: Request) -> Response:
+        return Response(export_rows())

@@ -1,1 +1,0 @@
-"""Services: every write to the catalog goes through a function here."""
