@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -43,6 +43,16 @@ _DSSE_SIGNATURE_KEYS = {"keyid", "sig"}
 _HEX_SIGNATURE = re.compile(r"^[0-9a-f]{128}$")
 _ENVELOPE_KEYS = {"certificate", "signature"}
 _SIGNATURE_KEYS = {"algorithm", "key_id", "value"}
+
+
+class MeasuredOn(TypedDict):
+    """Where a run was measured: SpecHub's hosted pool, or a team's own machine and what it reported."""
+
+    kind: Literal["hosted", "self-hosted"]
+    worker: str | None  # the self-hosted machine's name
+    owner: str | None  # its owner's username
+    engine_build: str | None  # the build it registered
+    evidence: dict[str, object] | None  # device names, memory, CPUs, as torch saw them
 
 
 class Payload(TypedDict):
@@ -65,7 +75,7 @@ class Payload(TypedDict):
     properties: NotRequired[Properties | None]
     qualification: NotRequired[dict[str, str] | None]
     # Since self-hosted workers: "hosted" or "self-hosted", with the worker, its owner and what it reported.
-    measured_on: NotRequired[dict[str, object] | None]
+    measured_on: NotRequired[MeasuredOn | None]
 
 
 class CertificateInvalid(Exception):

@@ -11,6 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from kernel import result
+from kernel.certificates import MeasuredOn
 from registry.fleet.selectors import measured_on
 from registry.models import (
     Certificate,
@@ -61,7 +62,7 @@ def acceptance_out(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return named
 
 
-class SpeedOut(serializers.Serializer[dict[str, Any]]):
+class SpeedOut(serializers.Serializer[result.SpeedAtLevel]):
     concurrency = serializers.IntegerField()
     speedup = serializers.FloatField()
     interval = serializers.ListField(
@@ -73,21 +74,21 @@ class SpeedOut(serializers.Serializer[dict[str, Any]]):
     pairs = serializers.IntegerField(help_text="Paired baseline/speculative blocks the interval rests on (0: measured offline).")
 
 
-class PercentilesOut(serializers.Serializer[dict[str, Any]]):
+class PercentilesOut(serializers.Serializer[dict[str, float | None]]):
     p50 = serializers.FloatField(allow_null=True)
     p90 = serializers.FloatField(allow_null=True)
     p95 = serializers.FloatField(allow_null=True)
     p99 = serializers.FloatField(allow_null=True)
 
 
-class LatencyOut(serializers.Serializer[dict[str, Any]]):
+class LatencyOut(serializers.Serializer[result.LatencyRow]):
     where = serializers.CharField(help_text="The concurrency level (c=4) or the Poisson arrival rate.")
     metric = serializers.ChoiceField(choices=list(result.LATENCIES), help_text="ttft, tpot, itl or e2e.")
     baseline = PercentilesOut(help_text="Milliseconds, the verifier alone.")
     speculative = PercentilesOut(help_text="Milliseconds, with the draft.")
 
 
-class MeasurementOut(serializers.Serializer[dict[str, Any]]):
+class MeasurementOut(serializers.Serializer[result.Measurement]):
     mode = serializers.CharField(allow_null=True, help_text="serving: two servers timed in paired blocks; offline: older runs.")
     recipe = serializers.CharField(allow_null=True, help_text="The `vllm serve` command that was measured.")
     baseline_recipe = serializers.CharField(allow_null=True, help_text="The verifier-alone command it was measured against.")
@@ -101,13 +102,13 @@ class MeasurementOut(serializers.Serializer[dict[str, Any]]):
     load = serializers.DictField(allow_null=True, help_text="The machine's load around the timed blocks.")
 
 
-class KSpeedOut(serializers.Serializer[dict[str, Any]]):
+class KSpeedOut(serializers.Serializer[result.KSpeed]):
     k = serializers.IntegerField()
     mean_acceptance_length = serializers.FloatField(help_text="AL read at k from the run's per-position counters.")
     predicted_speedup = serializers.FloatField(help_text="Predicted from the step costs measured on the pair: not measured.")
 
 
-class BestKOut(serializers.Serializer[dict[str, Any]]):
+class BestKOut(serializers.Serializer[result.BestKRow]):
     concurrency = serializers.IntegerField()
     best_k = serializers.IntegerField(help_text="The k with the highest predicted speedup at this level.")
     predicted = KSpeedOut(many=True)
@@ -119,7 +120,7 @@ class BestKOut(serializers.Serializer[dict[str, Any]]):
     recipe = serializers.CharField(allow_null=True, help_text="The `vllm serve` line at the best k, as measured.")
 
 
-class SmokeFeatureOut(serializers.Serializer[dict[str, Any]]):
+class SmokeFeatureOut(serializers.Serializer[result.SmokeFeature]):
     feature = serializers.CharField()
     outcome = serializers.CharField(help_text="equal, differs, runs (sampled, not compared), fails, not-supported, "
                                     "speculation off (no drafting during it), parameter ignored, constraint broken "
@@ -129,12 +130,12 @@ class SmokeFeatureOut(serializers.Serializer[dict[str, Any]]):
     error = serializers.CharField(required=False, help_text="the engine's own message")
 
 
-class SmokeOut(serializers.Serializer[dict[str, Any]]):
+class SmokeOut(serializers.Serializer[result.Smoke]):
     features = SmokeFeatureOut(many=True)
     seconds = serializers.FloatField()
 
 
-class PropertyOut(serializers.Serializer[dict[str, Any]]):
+class PropertyOut(serializers.Serializer[result.PropertyVerdict]):
     outcome = serializers.CharField(help_text="acceptance: measured; greedy: pass/fail; sampling: pass/inconclusive/fail/"
                                     "not-judgeable/not-run; speed: faster/faster, but not by the margin/"
                                     "no measurable difference/slower")  # fmt: skip
@@ -143,14 +144,14 @@ class PropertyOut(serializers.Serializer[dict[str, Any]]):
     evidence = serializers.DictField()
 
 
-class PropertiesOut(serializers.Serializer[dict[str, Any]]):
+class PropertiesOut(serializers.Serializer[result.Properties]):
     acceptance = PropertyOut()
     greedy = PropertyOut()
     sampling = PropertyOut()
     speed = PropertyOut()
 
 
-class QualificationCitedOut(serializers.Serializer[dict[str, Any]]):
+class QualificationCitedOut(serializers.Serializer[dict[str, str]]):
     digest = serializers.CharField()
     engine = serializers.CharField()
     engine_build = serializers.CharField()
@@ -158,14 +159,14 @@ class QualificationCitedOut(serializers.Serializer[dict[str, Any]]):
     dtype = serializers.CharField()
 
 
-class VerdictOut(serializers.Serializer[dict[str, Any]]):
+class VerdictOut(serializers.Serializer[result.Verdict]):
     verdict = serializers.CharField()
     reasons = serializers.ListField(child=serializers.CharField())
     properties = PropertiesOut(allow_null=True)
     qualification = QualificationCitedOut(allow_null=True)
 
 
-class MeasuredOnOut(serializers.Serializer[Any]):
+class MeasuredOnOut(serializers.Serializer[MeasuredOn]):
     kind = serializers.ChoiceField(choices=["hosted", "self-hosted"])
     worker = serializers.CharField(allow_null=True)
     owner = serializers.CharField(allow_null=True)
@@ -195,7 +196,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
         ]  # fmt: skip
 
     @extend_schema_field(MeasuredOnOut)
-    def get_measured_on(self, run: CertificationRun) -> dict[str, Any]:
+    def get_measured_on(self, run: CertificationRun) -> MeasuredOn:
         """Where the run was measured: SpecHub's hosted pool, or a team's own machine (its name, owner and what it
         reported of its hardware and engine build)."""
         return measured_on(run)

@@ -111,7 +111,7 @@ def export_rows() -> list[dict[str, Any]]:
     for pair in pairs_list().select_related("latest_run__worker__owner"):
         summary = run_summary(pair.latest_run)
         headline: dict[str, Any] = dict(summary) if summary else {}
-        where = measured_on(pair.latest_run) if pair.latest_run else {}
+        where = measured_on(pair.latest_run) if pair.latest_run else None
         rows.append(
             {
                 "pair": pair.pk,
@@ -130,9 +130,9 @@ def export_rows() -> list[dict[str, Any]]:
                 "speedup_c1": headline.get("speedup", {}).get("1"),
                 "faster_up_to": headline.get("faster_up_to"),
                 "slower_from": headline.get("slower_from"),
-                "measured_on": where.get("kind"),  # hosted, or self-hosted on worker_owner's machine `worker`
-                "worker": where.get("worker"),
-                "worker_owner": where.get("owner"),
+                "measured_on": where["kind"] if where else None,  # hosted, or self-hosted on worker_owner's `worker`
+                "worker": where["worker"] if where else None,
+                "worker_owner": where["owner"] if where else None,
             }
         )
     return rows

@@ -83,6 +83,70 @@ def refused(exc: FleetRefused) -> DRFValidationError:
     return DRFValidationError({"detail": str(exc)}, code="refused")
 
 
+class TokenOut(serializers.Serializer[Any]):
+    registration_token = serializers.CharField(help_text="shr_...: shown this once; one use, within the hour.")
+    labels = serializers.ListField(child=serializers.CharField())
+    ephemeral = serializers.BooleanField()
+    expires_at = serializers.DateTimeField()
+
+
+class RegisteredOut(serializers.Serializer[Any]):
+    worker = serializers.IntegerField()
+    credential = serializers.CharField(help_text="shw_...: the worker's own credential, shown this once.")
+    labels = serializers.ListField(child=serializers.CharField())
+    ephemeral = serializers.BooleanField()
+
+
+class ClaimOut(serializers.Serializer[Any]):
+    run = serializers.IntegerField()
+    attempt = serializers.IntegerField(help_text="Send it with every call about this run: the lease is this attempt's.")
+    spec = serializers.DictField(help_text="The run's spec (kernel/spec.py): pair, pinned revisions, plan.")
+
+
+class QualifyOut(serializers.Serializer[Any]):
+    hardware = serializers.ListField(child=serializers.CharField(), help_text="The classes to qualify on before claiming.")
+    dtype = serializers.CharField()
+    tv = serializers.FloatField(help_text="The total variation each sampling control detects.")
+    controls = serializers.ListField(child=serializers.CharField())
+
+
+class StandingOut(serializers.Serializer[Any]):
+    worker = serializers.IntegerField()
+    name = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    engine_build = serializers.CharField()
+    public_approved = serializers.BooleanField()
+    ephemeral = serializers.BooleanField()
+    qualify = QualifyOut()
+
+
+class QualifiedOut(serializers.Serializer[Any]):
+    digest = serializers.CharField()
+    hardware = serializers.CharField()
+    passed = serializers.BooleanField(help_text="Every control the build supports passes.")
+    failing = serializers.ListField(child=serializers.CharField())
+
+
+class SampleOut(serializers.Serializer[Any]):
+    sha256 = serializers.CharField()
+    requests = serializers.ListField(child=serializers.DictField(), help_text="The workload's sampled requests.")
+
+
+class UploadedOut(serializers.Serializer[Any]):
+    run = serializers.IntegerField()
+    state = serializers.CharField(help_text="publishing until a process holding the signing key finishes it.")
+
+
+class FailedOut(serializers.Serializer[Any]):
+    run = serializers.IntegerField()
+    requeued = serializers.BooleanField()
+
+
+class RevokedOut(serializers.Serializer[Any]):
+    worker = serializers.IntegerField()
+    released_runs = serializers.ListField(child=serializers.IntegerField())
+
+
 class TokenIn(serializers.Serializer[Any]):
     labels = serializers.ListField(child=serializers.CharField(max_length=64), max_length=services.MAX_LABELS,
                                    help_text='The hardware classes the worker claims runs for, e.g. ["gpu.h100"].')  # fmt: skip
@@ -94,7 +158,7 @@ class Tokens(APIView):
 
     permission_classes = [permissions.IsAuthenticated]
 
-    @extend_schema(request=TokenIn, responses={201: dict[str, Any]})
+    @extend_schema(request=TokenIn, responses={201: TokenOut})
     def post(self, request: Request) -> Response:
         given = TokenIn(data=request.data)
         given.is_valid(raise_exception=True)
@@ -127,7 +191,7 @@ class Register(APIView):
     def get_authenticate_header(self, request: Request) -> str:  # a refused token is a 401, not a 403
         return 'Bearer realm="spechub worker registration"'
 
-    @extend_schema(request=RegisterIn, responses={201: dict[str, Any]})
+    @extend_schema(request=RegisterIn, responses={201: RegisteredOut})
     def post(self, request: Request) -> Response:
         given = RegisterIn(data=request.data)
         given.is_valid(raise_exception=True)
@@ -146,7 +210,7 @@ class Register(APIView):
 class Claim(WorkerView):
     """POST: lease the next run on this worker's labels; 204 when there is none."""
 
-    @extend_schema(request=None, responses={200: dict[str, Any], 204: None})
+    @extend_schema(request=None, responses={200: ClaimOut, 204: None})
     def post(self, request: Request) -> Response:
         spec = services.worker_claim(worker=self.worker(request))
         if spec is None:
@@ -158,7 +222,7 @@ class Me(WorkerView):
     """GET: this worker as the registry knows it, and what it must do before it claims: the hardware classes to
     qualify its engine build on, with the controls' settings to run them with."""
 
-    @extend_schema(responses={200: dict[str, Any]})
+    @extend_schema(responses={200: StandingOut})
     def get(self, request: Request) -> Response:
         return Response(selectors.worker_standing(worker=self.worker(request)))
 
@@ -171,7 +235,7 @@ class Qualification(WorkerView):
     """POST: the qualification of this worker's engine build that it ran on itself; its record judges this worker's
     runs (201)."""
 
-    @extend_schema(request=QualificationIn, responses={201: dict[str, Any]})
+    @extend_schema(request=QualificationIn, responses={201: QualifiedOut})
     def post(self, request: Request) -> Response:
         given = QualificationIn(data=request.data)
         given.is_valid(raise_exception=True)
@@ -195,7 +259,7 @@ class Heartbeat(WorkerView):
 class WorkloadOut(WorkerView):
     """GET ?attempt=N: the held run's workload sample, to keep only while the run measures; 204 for the public suite."""
 
-    @extend_schema(responses={200: dict[str, Any], 204: None})
+    @extend_schema(responses={200: SampleOut, 204: None})
     def get(self, request: Request, pk: int) -> Response:
         given = AttemptIn(data=request.query_params)
         given.is_valid(raise_exception=True)
@@ -231,7 +295,7 @@ class Result(WorkerView):
     """POST: the held run's result document: checked, kept once, then judged and signed by a registry process that
     holds the signing key (202: the run is publishing)."""
 
-    @extend_schema(request=ResultIn, responses={202: dict[str, Any]})
+    @extend_schema(request=ResultIn, responses={202: UploadedOut})
     def post(self, request: Request, pk: int) -> Response:
         given = ResultIn(data=request.data)
         given.is_valid(raise_exception=True)
@@ -246,7 +310,7 @@ class FailIn(AttemptIn):
 
 
 class Fail(WorkerView):
-    @extend_schema(request=FailIn, responses={200: dict[str, Any]})
+    @extend_schema(request=FailIn, responses={200: FailedOut})
     def post(self, request: Request, pk: int) -> Response:
         given = FailIn(data=request.data)
         given.is_valid(raise_exception=True)
@@ -270,7 +334,7 @@ class Revoke(APIView):
 
     permission_classes = [permissions.IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict[str, Any]})
+    @extend_schema(request=None, responses={200: RevokedOut})
     def post(self, request: Request, pk: int) -> Response:
         worker = selectors.worker_of(user=request.user, pk=pk)
         if worker is None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db.models import QuerySet
 
+from kernel.certificates import MeasuredOn
 from registry.models import CertificationRun, Worker, WorkerEvent
 
 
@@ -50,7 +51,24 @@ def labels_to_qualify(worker: Worker) -> list[str]:
     return [label for label in worker.labels if label not in qualified_labels(worker)]
 
 
-def worker_standing(*, worker: Worker) -> dict[str, Any]:
+class Qualify(TypedDict):
+    hardware: list[str]  # the classes still to qualify on
+    dtype: str
+    tv: float
+    controls: list[str]
+
+
+class Standing(TypedDict):
+    worker: int
+    name: str
+    labels: list[str]
+    engine_build: str
+    public_approved: bool
+    ephemeral: bool
+    qualify: Qualify
+
+
+def worker_standing(*, worker: Worker) -> Standing:
     """What a worker is to the registry, and what it must do before it claims: the hardware classes to qualify its
     engine build on, with the settings the controls run with (the hosted pool's)."""
     return {
@@ -61,7 +79,7 @@ def worker_standing(*, worker: Worker) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def measured_on(run: CertificationRun) -> dict[str, Any]:
+def measured_on(run: CertificationRun) -> MeasuredOn:
     """Where a run was measured: SpecHub's hosted pool, or a team's own machine (its name, its owner, and what it
     reported of its hardware and engine build). The run's API, its page and its certificate say it."""
     worker = run.worker
