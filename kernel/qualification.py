@@ -33,6 +33,7 @@ PASS: Outcome = "pass"  # noqa: S105  # an outcome, not a password
 FAIL: Outcome = "fail"
 INCONCLUSIVE: Outcome = "inconclusive"
 NOT_SUPPORTED: Outcome = "not-supported"
+OUTCOMES: tuple[Outcome, ...] = (PASS, FAIL, INCONCLUSIVE, NOT_SUPPORTED)
 
 
 class Probe(TwoTokenTest):

@@ -115,5 +115,11 @@ class WorkerAdmin(admin.ModelAdmin[Worker]):
     search_fields = ["name", "owner__username"]
     fields = ["public_approved"]  # a credential, its labels and its build change only through registry/fleet/services.py
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a worker registers with a token (registry/fleet)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Worker | None = None) -> bool:
+        return False  # revoked, never deleted: its runs name it as where they were measured
+
     def save_model(self, request: HttpRequest, obj: Worker, form: Any, change: bool) -> None:
         worker_public_approve(worker=Worker.objects.get(pk=obj.pk), approved=obj.public_approved, by=request.user)

@@ -117,11 +117,14 @@ def test_a_worker_killed_mid_run_loses_its_lease_and_another_certifies_the_run_o
 class RestartingRegistry:
     """What the worker sees of a registry that restarts mid-upload: a loopback front that passes each call on to the
     registry of the moment, and loses the answer to the first upload (the registry stored it, then went down before
-    answering). While no registry answers, the front closes the connection, as a stopped one does."""
+    answering). From then until `up` is set (the registry restarted), it closes every connection, as a stopped
+    registry does: the worker's retries meet the gap, however quickly they come."""
 
     def __init__(self) -> None:
         self.upstream = ""
         self.answer_lost = threading.Event()
+        self.up = threading.Event()
+        self.refused = 0  # connections closed while the registry was down
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         front = self
@@ -136,6 +139,10 @@ class RestartingRegistry:
             def forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                if front.answer_lost.is_set() and not front.up.is_set():
+                    front.refused += 1
+                    self.close_connection = True  # the registry is down
+                    return
                 try:
                     answer = httpx.request(self.command, front.upstream + self.path, content=body, headers=headers, timeout=30)
                 except httpx.TransportError:
@@ -170,13 +177,22 @@ def test_the_registry_restarting_mid_upload_costs_a_retry_and_one_result_is_stor
             registry.upstream = first
             command = serve_command(front, token, tmp_path / "worker.json", "injected_quick_stages", "--once")
             worker = Process(command, worker_env(tmp_path), tmp_path / "serve.log")
-            assert registry.answer_lost.wait(120), worker.output()[-3000:]
+            try:
+                assert registry.answer_lost.wait(120), worker.output()[-3000:]
+            except BaseException:
+                worker.stop()
+                raise
         # The first registry is gone (stopped as a deploy stops it); the worker retries into the gap.
-        with fleet.web_serving(tmp_path, **settings) as second:
-            registry.upstream = second
-            wait_until(lambda: worker.popen.poll() is not None, 120, "the worker's upload to land")
-            assert worker.popen.returncode == 0, worker.output()[-3000:]
-            wait_until(lambda: CertificationRun.objects.get(pk=run.pk).state == RunState.FINISHED, 60, "the signer")
+        try:
+            with fleet.web_serving(tmp_path, **settings) as second:
+                registry.upstream = second
+                registry.up.set()
+                wait_until(lambda: worker.popen.poll() is not None, 120, "the worker's upload to land")
+                assert worker.popen.returncode == 0, worker.output()[-3000:]
+                wait_until(lambda: CertificationRun.objects.get(pk=run.pk).state == RunState.FINISHED, 60, "the signer")
+        finally:
+            worker.stop()
+    assert registry.refused >= 1  # the worker met the gap and retried through it
     run.refresh_from_db()
     assert run.worker is not None
     uploads = run.worker.events.filter(action="uploaded")

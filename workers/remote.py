@@ -8,6 +8,7 @@ the certificate. A failure is reported with its fault code, and the run's lease 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pkgutil
@@ -51,35 +52,44 @@ class Registry:
         self.url = self.url.rstrip("/")
 
     def call(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, retry: bool = True, **params: Any
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        retry: bool = True,
+        patience: float = 60.0,
+        **params: Any,
     ) -> httpx.Response:
-        """One call; with `retry`, a registry restarting is waited out. Only calls that are safe to repeat retry: a
-        registration or a claim whose answer was lost is not sent again (the token is spent, the lease taken)."""
+        """One call; with `retry`, a registry restarting is waited out for `patience` seconds. Only calls that are safe
+        to repeat retry: a registration or a claim whose answer was lost is not sent again (the token is spent, the
+        lease taken)."""
         headers = {"Authorization": f"Worker {self.credential}"} if self.credential else {}
 
         def send() -> httpx.Response:
             return httpx.request(method, f"{self.url}{API}{path}", json=body, params=params, headers=headers,
                                  timeout=self.timeout)  # fmt: skip
 
-        answer = self._retried(send) if retry else send()
+        answer = self._retried(send, patience) if retry else send()
         if answer.status_code >= 400:
             raise Refused(f"{method} {path}: HTTP {answer.status_code}: {_message(answer)}", answer.status_code)
         return answer
 
-    def _retried(self, send: Callable[[], httpx.Response], tries: int = 6) -> httpx.Response:
-        """A registry restarting (a deploy) is waited out, a few seconds at a time; its answers are not retried.
-        An upload retried after its answer was lost is stored once (the registry keeps its digest)."""
-        for attempt in range(tries):
+    def _retried(self, send: Callable[[], httpx.Response], patience: float) -> httpx.Response:
+        """A registry restarting (a deploy) is waited out, a few seconds at a time, for `patience` seconds; its
+        answers are not retried. An upload retried after its answer was lost is stored once (the registry keeps its
+        digest)."""
+        deadline = time.monotonic() + patience
+        for attempt in itertools.count():
             try:
                 answer = send()
             except httpx.TransportError:
-                if attempt == tries - 1:
+                if time.monotonic() >= deadline:
                     raise
-                time.sleep(min(2**attempt, 15))
-                continue
-            if answer.status_code not in (502, 503, 504) or attempt == tries - 1:
-                return answer
-            time.sleep(min(2**attempt, 15))
+            else:
+                if answer.status_code not in (502, 503, 504) or time.monotonic() >= deadline:
+                    return answer
+            time.sleep(min(2**attempt, 15, max(deadline - time.monotonic(), 0.1)))
         raise AssertionError("unreachable")
 
 
@@ -175,7 +185,8 @@ def one_run(registry: Registry, stages: str, heartbeat_seconds: float) -> bool:
     except Exception as crashed:  # the worker's own bug: the run is not the pair's to fail
         _fail(registry, spec, "worker:crashed", f"{type(crashed).__name__}: {crashed}.")
         raise
-    registry.call("POST", f"/runs/{spec.run_id}/result/", {"attempt": spec.attempt, "document": document})
+    # The upload holds the whole measurement: a registry being redeployed is waited out for longer than other calls.
+    registry.call("POST", f"/runs/{spec.run_id}/result/", {"attempt": spec.attempt, "document": document}, patience=600)
     return True
 
 

@@ -14,7 +14,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import AuthenticationFailed, NotFound, PermissionDenied
+from rest_framework.exceptions import APIException, AuthenticationFailed, NotFound, PermissionDenied
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -73,10 +73,20 @@ class WorkerView(APIView):
         return request.auth
 
     def handle_exception(self, exc: Exception) -> Response:
-        """A refusal of the services is a 403 with its reason: the worker asked for what it does not hold."""
-        if isinstance(exc, FleetRefused):
+        """A refusal of the services is a 4xx with its reason: a record that is not one is a 400, one sent again a 409,
+        and the rest a 403 (the worker asked for what it does not hold)."""
+        if isinstance(exc, services.RecordRefused):
+            exc = DRFValidationError({"detail": str(exc)}, code="refused")
+        elif isinstance(exc, services.AlreadyQualified):
+            exc = Conflict(str(exc))
+        elif isinstance(exc, FleetRefused):
             exc = PermissionDenied(str(exc), code="refused")
         return super().handle_exception(exc)
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
 
 
 def refused(exc: FleetRefused) -> DRFValidationError:

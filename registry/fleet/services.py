@@ -59,6 +59,14 @@ class FleetRefused(Exception):
     """A worker's request the registry will not carry out; the message says why and what to do."""
 
 
+class RecordRefused(FleetRefused):
+    """A qualification record that is not one, or not this worker's (a 400)."""
+
+
+class AlreadyQualified(FleetRefused):
+    """A second record for what the worker has qualified already (a 409)."""
+
+
 def valid_labels(labels: object) -> list[str]:
     """Hardware classes, as the registry's queues name them (`cpu`, `gpu.h100`), or FleetRefused saying what is wrong."""
     if not isinstance(labels, list) or not labels or len(labels) > MAX_LABELS:
@@ -118,28 +126,44 @@ def worker_qualify(*, worker: Worker, document: Mapping[str, Any]) -> EngineQual
     machine's, and is refused."""
     try:
         record = qualification_load(document)
+        wrong = _not_this_workers(record, worker)
     except QualificationRefused as refused:
-        raise FleetRefused(str(refused)) from None
-    if wrong := _not_this_workers(record, worker):
-        raise FleetRefused(f"The qualification is not of this worker's build: {'; '.join(wrong)}. Run the controls here.")
-    taken = EngineQualification.objects.filter(digest=record["digest"]).exclude(worker=worker).exists()
-    if taken:
-        raise FleetRefused("This qualification record is stored already, from another machine: run the controls here.")
-    row = qualification_record(document=record, worker=worker)
-    outcome = "passes" if row.passed else f"fails {', '.join(row.failing)}"
-    _audit(worker, WorkerAction.QUALIFIED, detail=f"{row.engine_build} on {row.hardware}: {outcome} ({row.digest[:12]})")
+        raise RecordRefused(str(refused)) from None
+    except (KeyError, TypeError, AttributeError) as missing:  # hostile input: a shape the checks trip on
+        raise RecordRefused(f"The qualification record lacks what it must hold ({type(missing).__name__}: {missing}).") from None
+    if wrong:
+        raise RecordRefused(f"The qualification is not this worker's: {'; '.join(wrong)}. Run the controls here.")
+    if EngineQualification.objects.filter(digest=record["digest"]).exclude(worker=worker).exists():
+        raise RecordRefused("This qualification record is stored already, from another machine: run the controls here.")
+    if record["hardware"] in qualified_labels(worker):
+        raise AlreadyQualified(f"This worker qualified {worker.engine_build} on {record['hardware']} already.")
+    with transaction.atomic():
+        row = qualification_record(document=record, worker=worker, rejudge=False)
+        outcome = "passes" if row.passed else f"fails {', '.join(row.failing)}"
+        _audit(worker, WorkerAction.QUALIFIED, detail=f"{row.engine_build} on {row.hardware}: {outcome} ({row.digest[:12]})")
+        # Judging the worker's finished runs again re-signs their certificates: a task, where the signing key is.
+        task_send_on_commit("registry.rejudge_with_qualification", row.pk)
     return row
 
 
 def _not_this_workers(record: q.Record, worker: Worker) -> list[str]:
     """What in a qualification record differs from the worker it was sent by."""
     wrong = []
+    if record["engine"] != settings.SPECHUB_DEFAULT_ENGINE:
+        wrong.append(f"engine {echo(str(record['engine']))} (the registry certifies on {settings.SPECHUB_DEFAULT_ENGINE})")
     if record["engine_build"] != worker.engine_build:
         wrong.append(f"engine build {echo(record['engine_build'])} (this worker's: {worker.engine_build})")
     if record["dtype"] != settings.SPECHUB_ENGINE_DTYPE:
         wrong.append(f"dtype {echo(record['dtype'])} (the registry certifies {settings.SPECHUB_ENGINE_DTYPE})")
     if record["hardware"] not in worker.labels:
         wrong.append(f"hardware {echo(record['hardware'])} (this worker's labels: {', '.join(worker.labels)})")
+    if record["tv"] != settings.SPECHUB_QUALIFY_TV:
+        wrong.append(f"controls sized for TV {echo(str(record['tv']))} (the registry's: {settings.SPECHUB_QUALIFY_TV})")
+    ran = {control["name"]: control["outcome"] for control in record["controls"]}
+    if missing := [name for name in settings.SPECHUB_QUALIFY_CONTROLS if name not in ran]:
+        wrong.append(f"controls {', '.join(missing)} not run")
+    if odd := [echo(str(outcome)) for outcome in ran.values() if outcome not in q.OUTCOMES]:
+        wrong.append(f"outcomes {', '.join(odd)} are not a control's")
     return wrong
 
 
@@ -164,7 +188,7 @@ def worker_claim(*, worker: Worker) -> RunSpec | None:
         if run is None:
             return None
         try:
-            spec = run_claim(run_id=run.pk, worker=worker.identity)
+            spec = run_claim(run_id=run.pk, worker=worker.identity, self_hosted=True)
         except RunBusy:
             return None
         if spec is None:

@@ -119,8 +119,9 @@ class CertificationRun(models.Model):
     claimed_by = models.CharField(max_length=200, blank=True)
     # Measured on its requester's own self-hosted workers only (registry/fleet): never sent to the hosted pool.
     own_machines = models.BooleanField(default=False)
-    # The self-hosted worker that holds or measured the run (registry/fleet); null for the hosted pool's.
-    worker = models.ForeignKey("Worker", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs")
+    # The self-hosted worker that holds or measured the run (registry/fleet); null for the hosted pool's. Protected: it
+    # is the only record of where the run was measured (a worker is revoked, never deleted).
+    worker = models.ForeignKey("Worker", on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     environment = models.JSONField(default=dict, blank=True)
@@ -222,7 +223,7 @@ class EngineQualification(models.Model):
     document = models.JSONField()
     # The self-hosted worker that ran the controls (registry/fleet): its record judges that worker's runs only. Null
     # for the hosted pool's, which judge the hosted runs on the build.
-    worker = models.ForeignKey("Worker", on_delete=models.CASCADE, null=True, blank=True, related_name="qualifications")
+    worker = models.ForeignKey("Worker", on_delete=models.PROTECT, null=True, blank=True, related_name="qualifications")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

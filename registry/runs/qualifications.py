@@ -37,9 +37,12 @@ def qualification_load(document: Mapping[str, Any]) -> q.Record:
         raise QualificationRefused(f"Refused qualification: {exc}.") from None
 
 
-def qualification_record(*, document: Mapping[str, Any], worker: Worker | None = None) -> EngineQualification:
+def qualification_record(
+    *, document: Mapping[str, Any], worker: Worker | None = None, rejudge: bool = True
+) -> EngineQualification:
     """Store a qualification record (its digest checked) and judge the runs on its build again, all or nothing: the
-    hosted runs for a hosted record, a self-hosted `worker`'s own runs for one it ran on itself."""
+    hosted runs for a hosted record, a self-hosted `worker`'s own runs for one it ran on itself. Judging re-signs
+    certificates: a caller without the signing key stores with `rejudge=False` and sends `runs_rejudge_with` on."""
     record = qualification_load(document)
     failing = [c["name"] for c in record["controls"] if c["outcome"] == q.FAIL]
     passed = all(c["outcome"] in (q.PASS, q.NOT_SUPPORTED) for c in record["controls"])
@@ -50,9 +53,15 @@ def qualification_record(*, document: Mapping[str, Any], worker: Worker | None =
                       "dtype": record["dtype"], "passed": passed, "failing": failing, "document": record,
                       "worker": worker},
         )  # fmt: skip
-        if created:
+        if created and rejudge:
             runs_rejudge(record=record, worker=worker)
     return row
+
+
+def runs_rejudge_with(*, qualification_id: int) -> list[CertificationRun]:
+    """Judge the runs a stored qualification covers again (a task, where the signing key is)."""
+    row = EngineQualification.objects.select_related("worker").get(pk=qualification_id)
+    return runs_rejudge(record=q.load(row.document), worker=row.worker)
 
 
 def runs_rejudge(*, record: q.Record, worker: Worker | None = None) -> list[CertificationRun]:

@@ -145,8 +145,8 @@ def _requeue(run: CertificationRun) -> None:
     if run.attempts >= run.max_attempts:
         error = RunError("worker:attempts-exhausted", f"Attempt {run.attempts} of {run.max_attempts} was lost.")
         _move(run, RunState.FAILED_INFRA, error_code=error.code, error_message=error.message)
-    else:
-        _move(run, RunState.QUEUED)
+    else:  # a self-hosted worker that lost it no longer holds it: the run names whoever measures it next
+        _move(run, RunState.QUEUED, worker=None)
 
 
 def run_mark_stale(*, run: CertificationRun) -> None:
@@ -156,15 +156,16 @@ def run_mark_stale(*, run: CertificationRun) -> None:
     _requeue(run)
 
 
-def run_claim(*, run_id: int, worker: str) -> RunSpec | None:
-    """Start an attempt on the run for `worker` and return its spec; None if the run is over.
+def run_claim(*, run_id: int, worker: str, self_hosted: bool = False) -> RunSpec | None:
+    """Start an attempt on the run for `worker` and return its spec; None if the run is over, or is its owner's
+    machines' only and `worker` is not one of them.
 
     A delivery of a run whose worker went quiet takes it over; a delivery while
     the holder's heartbeat is fresh raises RunBusy.
     """
     with transaction.atomic():
         run = _locked(run_id)
-        if awaiting_signature(run):
+        if awaiting_signature(run) or (run.own_machines and not self_hosted):
             return None
         if run.state in ACTIVE_STATES:
             if _heartbeat_is_fresh(run):

