@@ -14,7 +14,8 @@ import random
 import statistics
 import sys
 import time
-from urllib.parse import urlsplit, urlunsplit
+
+from bench.database import use_bench_database
 
 SCALE = int(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1
 PAIRS, RUNS, REQUESTS = 10_000 * SCALE, 100_000 * SCALE, 300
@@ -27,22 +28,6 @@ QUERIES = [
     {"min_speedup": "1.2", "method": "eagle3"},
     {"q": "draft-77", "hardware": "h100"},
 ]
-
-
-def use_bench_database() -> None:
-    import psycopg
-
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/spechub")
-    parts = urlsplit(base)
-    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone():
-            admin.execute(f"CREATE DATABASE {DATABASE}")
-    os.environ["DATABASE_URL"] = urlunsplit(parts._replace(path=f"/{DATABASE}"))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
-    os.environ["ALLOWED_HOSTS"] = "testserver"
-    import django
-
-    django.setup()
 
 
 def sha(number: int) -> str:
@@ -136,7 +121,8 @@ def measure() -> None:
 
 
 def main() -> int:
-    use_bench_database()
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    use_bench_database(DATABASE, fresh=False)
     started = time.perf_counter()
     fill()
     print(f"database ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)

@@ -24,31 +24,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from bench.database import use_bench_database
 from zoo.localhub import free_port
 
 DATABASE = "spechub_bench_workers"
 LABEL = "gpu.h100"
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def use_bench_database() -> str:
-    import psycopg
-
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/spechub")
-    parts = urlsplit(base)
-    with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {DATABASE}")
-    url = urlunsplit(parts._replace(path=f"/{DATABASE}"))
-    os.environ.update(DATABASE_URL=url, DJANGO_SETTINGS_MODULE="registry.settings")
-    import django
-
-    django.setup()
-    return url
 
 
 def fill(workers: int) -> list[str]:
@@ -132,7 +116,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--seconds", type=float, default=40.0, help="How long the steady phase polls.")
     args = parser.parse_args()
-    database = use_bench_database()
+    database = use_bench_database(DATABASE, fresh=True)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line a request, else
     credentials = fill(args.workers)
     port = free_port()

@@ -175,18 +175,19 @@ def one_run(registry: Registry, stages: str, heartbeat_seconds: float) -> bool:
         return False
     claimed = answer.json()
     spec = spec_of(claimed["spec"], run_id=claimed["run"], attempt=claimed["attempt"])
-    beat = _beat(registry, spec)
-    try:
-        with Heartbeat(beat, heartbeat_seconds), _workload(registry, spec):
-            document = Director(load_stages(stages)).run(spec, _progress(registry, spec))
-    except RunError as error:
-        _fail(registry, spec, error.code, error.detail)
-        return True
-    except Exception as crashed:  # the worker's own bug: the run is not the pair's to fail
-        _fail(registry, spec, "worker:crashed", f"{type(crashed).__name__}: {crashed}.")
-        raise
-    # The upload holds the whole measurement: a registry being redeployed is waited out for longer than other calls.
-    registry.call("POST", f"/runs/{spec.run_id}/result/", {"attempt": spec.attempt, "document": document}, patience=600)
+    with Heartbeat(_beat(registry, spec), heartbeat_seconds):  # through the upload too: the lease holds while it waits
+        try:
+            with _workload(registry, spec):
+                document = Director(load_stages(stages)).run(spec, _progress(registry, spec))
+        except RunError as error:
+            _fail(registry, spec, error.code, error.detail)
+            return True
+        except Exception as crashed:  # the worker's own bug: the run is not the pair's to fail
+            _fail(registry, spec, "worker:crashed", f"{type(crashed).__name__}: {crashed}.")
+            raise
+        # The upload holds the whole measurement: a registry being redeployed is waited out longer than other calls.
+        body = {"attempt": spec.attempt, "document": document}
+        registry.call("POST", f"/runs/{spec.run_id}/result/", body, patience=600)
     return True
 
 

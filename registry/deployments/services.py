@@ -17,8 +17,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from kernel import live
-from registry.accounts.selectors import submission_quota
-from registry.accounts.services import user_lock
 from registry.deployments import selectors
 from registry.deployments.selectors import (
     as_snapshot,
@@ -42,6 +40,7 @@ from registry.models import (
 )
 from registry.notifications.services import owner_event_notify
 from registry.runs.services import run_create
+from registry.runs.submissions import SubmissionQuotaExceeded, within_submission_quota
 from registry.traffic.services import workload_certify
 
 RESET_HINT = (
@@ -293,21 +292,17 @@ def deployment_recertify(*, deployment: Deployment, user: Any) -> CertificationR
         if pending is not None:
             raise ValidationError(f"Run {pending.pk} already certifies this pair on {pending.hardware} ({pending.state}); "
                                   "the deployment is held to it once it finishes.", code="pending")  # fmt: skip
-        _within_submission_quota(user)
+        try:
+            within_submission_quota(user)
+        except SubmissionQuotaExceeded as spent:
+            raise ValidationError(f"You have used your {spent.limit} submissions per {spent.period}, and a "
+                                  "re-certification counts as one; try again later.", code="quota") from None  # fmt: skip
         run = _recertification(deployment, held, user)
         _submission_record(deployment.pair, run, user)
         if deployment.certificate_id is not None:
             deployment.certificate = None
             deployment.save(update_fields=["certificate"])
     return run
-
-
-def _within_submission_quota(user: Any) -> None:
-    user_lock(user)  # two requests of one user count each other's submissions
-    quota = submission_quota(user=user)
-    if int(quota["used"]) >= int(quota["limit"]):
-        raise ValidationError(f"You have used your {quota['limit']} submissions per {quota['period']}, and a "
-                              "re-certification counts as one; try again later.", code="quota")  # fmt: skip
 
 
 def _recertification(deployment: Deployment, held: CertificationRun, user: Any) -> CertificationRun:

@@ -60,7 +60,7 @@ def submission_create(
     if not report.compatible:
         return _refuse(submission, report.errors[0].code, report.errors[0].message)
     with transaction.atomic():
-        _within_quota(user)
+        within_submission_quota(user)
         return _register(submission, report, draft.revision, verifier.revision, hardware if certify else None)
 
 
@@ -73,7 +73,7 @@ class SubmissionQuotaExceeded(Exception):
         self.used, self.limit, self.period = used, limit, period
 
 
-def _within_quota(user: Any) -> None:
+def within_submission_quota(user: Any) -> None:
     """Check the quota inside the transaction that stores the submission, one at a time per user.
 
     Locking the user's row makes two requests of one user (in two web processes) count each
@@ -91,7 +91,7 @@ def _refuse(submission: Submission, code: str, message: str) -> Submission:
     submission.status = SubmissionStatus.REFUSED
     submission.refusal_code, submission.refusal_message = code, message
     with transaction.atomic():
-        _within_quota(submission.submitted_by)
+        within_submission_quota(submission.submitted_by)
         submission.save()
     return submission
 
