@@ -34,6 +34,8 @@ PYTHON = {
     ("registry/api/serializers.py", "PropertyOut"): "help text listing the property outcomes",
     ("registry/api/serializers.py", "SpeedOut"): "help text: what speed_label may say",
     ("registry/notifications/payloads.py", "DriftData"): "schema help: the live verdicts",
+    ("registry/fleet/api.py", "QualifiedOut"): "schema help: EngineQualification.passed, the record's own outcomes",
+    ("registry/fleet/api.py", "TokenOut"): "schema help: 'within the hour', the token's expiry (worker_register checks it)",
     ("registry/fleet/services.py", "worker_qualify"): "'passes': EngineQualification.passed, the record's own outcomes",
     ("registry/management/commands/demo.py", "_qualify"): "'every control passes': Qualification.passed",
     ("registry/management/commands/gate.py", "_verifier"): "pass a folder or a repo id (an argument)",
