@@ -159,12 +159,27 @@ def _not_this_workers(record: q.Record, worker: Worker) -> list[str]:
         wrong.append(f"hardware {echo(record['hardware'])} (this worker's labels: {', '.join(worker.labels)})")
     if record["tv"] != settings.SPECHUB_QUALIFY_TV:
         wrong.append(f"controls sized for TV {echo(str(record['tv']))} (the registry's: {settings.SPECHUB_QUALIFY_TV})")
-    ran = {control["name"]: control["outcome"] for control in record["controls"]}
+    controls = record["controls"]
+    if not isinstance(controls, list) or not all(_reads_as_a_control(control) for control in controls):
+        return [*wrong, "its controls do not read as controls: each needs a name, a method (or null) and a summary"]
+    ran = {control["name"]: control["outcome"] for control in controls}
     if missing := [name for name in settings.SPECHUB_QUALIFY_CONTROLS if name not in ran]:
         wrong.append(f"controls {', '.join(missing)} not run")
     if odd := [echo(str(outcome)) for outcome in ran.values() if outcome not in q.OUTCOMES]:
         wrong.append(f"outcomes {', '.join(odd)} are not a control's")
     return wrong
+
+
+def _reads_as_a_control(control: object) -> bool:
+    """What judging a run reads of a control (kernel/qualification.py, kernel/verdict.py), there and of its type."""
+    if not isinstance(control, dict):
+        return False
+    method = control.get("method")
+    return (
+        isinstance(control.get("name"), str)
+        and isinstance(control.get("summary"), str)
+        and (method is None or isinstance(method, str))
+    )
 
 
 def claimable(worker: Worker) -> Q:
