@@ -225,8 +225,10 @@ def qualify_where_asked(registry: Registry, engine: str, qualifier: str) -> list
     before), and send their records; returns the classes qualified. `qualifier` is the dotted path of the controls'
     entry point, as the hosted pool's SPECHUB_QUALIFIER."""
     asked = registry.call("GET", "/me/").json()["qualify"]
+    if not asked["hardware"]:
+        return []
+    qualify = pkgutil.resolve_name(qualifier)
     for hardware in asked["hardware"]:
-        qualify = pkgutil.resolve_name(qualifier)
         record = qualify(engine=engine, hardware=hardware, dtype=asked["dtype"], tv=asked["tv"], controls=asked["controls"])
         registry.call("POST", "/qualification/", {"document": record})
     return list(asked["hardware"])

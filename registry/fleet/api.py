@@ -76,7 +76,7 @@ class WorkerView(APIView):
         """A refusal of the services is a 4xx with its reason: a record that is not one is a 400, one sent again a 409,
         and the rest a 403 (the worker asked for what it does not hold)."""
         if isinstance(exc, services.RecordRefused):
-            exc = DRFValidationError({"detail": str(exc)}, code="refused")
+            exc = refused(exc)
         elif isinstance(exc, services.AlreadyQualified):
             exc = Conflict(str(exc))
         elif isinstance(exc, FleetRefused):

@@ -39,16 +39,20 @@ def audit_of(*, user: Any) -> QuerySet[WorkerEvent]:
 def qualified_labels(worker: Worker) -> list[str]:
     """The worker's hardware classes whose qualification of its engine build it ran on itself."""
     dtype = settings.SPECHUB_ENGINE_DTYPE
-    done = worker.qualifications.filter(engine_build=worker.engine_build, dtype=dtype).values_list("hardware", flat=True)
-    return [label for label in worker.labels if label in set(done)]
+    done = set(worker.qualifications.filter(engine_build=worker.engine_build, dtype=dtype).values_list("hardware", flat=True))
+    return [label for label in worker.labels if label in done]
+
+
+def claim_labels(worker: Worker) -> list[str]:
+    """The hardware classes the worker may claim runs on now: those it qualified its build on, or all of its labels
+    where the registry qualifies no build."""
+    return qualified_labels(worker) if settings.SPECHUB_QUALIFY_NEW_BUILDS else list(worker.labels)
 
 
 def labels_to_qualify(worker: Worker) -> list[str]:
-    """The hardware classes the worker must qualify its engine build on before it claims runs there (none when the
-    registry qualifies no build)."""
-    if not settings.SPECHUB_QUALIFY_NEW_BUILDS:
-        return []
-    return [label for label in worker.labels if label not in qualified_labels(worker)]
+    """The hardware classes the worker must qualify its engine build on before it claims runs there."""
+    ready = claim_labels(worker)
+    return [label for label in worker.labels if label not in ready]
 
 
 class Qualify(TypedDict):

@@ -29,7 +29,7 @@ from kernel.spec import RunSpec
 from registry.celery import hardware_queues
 from registry.deployments.services import token_digest
 from registry.dispatch import task_send_on_commit
-from registry.fleet.selectors import labels_to_qualify, qualified_labels
+from registry.fleet.selectors import claim_labels, qualified_labels
 from registry.models import CertificationRun, EngineQualification, RegistrationToken, Worker, WorkerAction, WorkerEvent
 from registry.params import echo
 from registry.runs.qualifications import QualificationRefused, qualification_load, qualification_record
@@ -182,23 +182,23 @@ def _reads_as_a_control(control: object) -> bool:
     )
 
 
-def claimable(worker: Worker) -> Q:
-    """The runs a worker may take: queued, on its labels, on its owner's own workloads (their traffic, and their
-    deployments' re-certifications on it); runs on the public suite, which publish to the listing, only once staff
-    approved the worker for them."""
+def claimable(worker: Worker, labels: list[str]) -> Q:
+    """The runs a worker may take: queued, on `labels` (those it may claim on), on its owner's own workloads (their
+    traffic, and their deployments' re-certifications on it); runs on the public suite, which publish to the listing,
+    only once staff approved the worker for them."""
     owned = Q(workload__owner=worker.owner)  # private: the run's certificate lists nothing public
     scope = owned | Q(workload__isnull=True) if worker.public_approved else owned
-    labels = qualified_labels(worker) if settings.SPECHUB_QUALIFY_NEW_BUILDS else worker.labels
     return Q(state=RunState.QUEUED, hardware__in=labels) & scope
 
 
 def worker_claim(*, worker: Worker) -> RunSpec | None:
     """Lease the next run the worker may take (SKIP LOCKED: two workers never wait on, or take, the same row)."""
-    if labels_to_qualify(worker) == worker.labels:
+    labels = claim_labels(worker)
+    if not labels:
         raise FleetRefused(f"Engine build {worker.engine_build} has no qualification from this machine: run "
                            "`python -m workers serve` again, which runs the controls and sends them first.")  # fmt: skip
     with transaction.atomic():
-        candidates = CertificationRun.objects.filter(claimable(worker)).order_by("-priority", "created_at", "id")
+        candidates = CertificationRun.objects.filter(claimable(worker, labels)).order_by("-priority", "created_at", "id")
         run = candidates.select_for_update(skip_locked=True, of=("self",)).first()
         if run is None:
             return None
