@@ -48,7 +48,7 @@ class WorkloadResultOut(serializers.ModelSerializer[WorkloadResult]):
         return acceptance_out(row.acceptance)
 
 
-def acceptance_out(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def acceptance_out(figures: Mapping[str, Any] | None) -> dict[str, object] | None:
     """A document's acceptance figures as the API names them: `per_position` is cumulative, and says so."""
     if figures is None:
         return None

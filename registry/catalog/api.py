@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -17,9 +17,18 @@ from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
 from registry.api.pagination import IdsFirstPagination
 from registry.api.renderers import CsvRenderer
 from registry.api.serializers import ID_LENGTH, CertificateOut, RegressionOut, RunOut
+from registry.api.shapes import shape
 from registry.catalog.filters import PairFilter
 from registry.catalog.gate import gate_report_cached
-from registry.catalog.selectors import compatibility_matrix, export_rows, pairs_list, recommendations
+from registry.catalog.selectors import (
+    ExportRow,
+    Matrix,
+    Recommendation,
+    compatibility_matrix,
+    export_rows,
+    pairs_list,
+    recommendations,
+)
 from registry.models import (
     HubModel,
     Pair,
@@ -76,7 +85,16 @@ class PairDetailOut(PairOut):
         return CertificateOut(certificate).data if certificate else None
 
 
-class CompatibilityIn(serializers.Serializer[dict[str, Any]]):
+class CompatibilityQuery(TypedDict, total=False):
+    draft: str
+    draft_revision: str
+    verifier: str
+    verifier_revision: str
+    method: str
+    num_speculative_tokens: int
+
+
+class CompatibilityIn(serializers.Serializer[CompatibilityQuery]):
     draft = serializers.CharField(required=False, allow_blank=True, max_length=ID_LENGTH, validators=[validate_repo_id])
     draft_revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
     verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
@@ -85,7 +103,22 @@ class CompatibilityIn(serializers.Serializer[dict[str, Any]]):
     num_speculative_tokens = WholeNumberField(required=False, min_value=1, max_value=MAX_SPECULATIVE_TOKENS)
 
 
-class RecommendationIn(serializers.Serializer[dict[str, Any]]):
+class RecommendationQuery(TypedDict):
+    verifier: str
+    hardware: str
+    concurrency: int
+    workload: str  # a workload category, or "" for the suite-wide figure
+
+
+class Recommended(TypedDict):
+    """The certified pair to run (null when none is certified), and every measured pair, certified ones first."""
+
+    query: RecommendationQuery
+    best: Recommendation | None
+    ranked: list[Recommendation]
+
+
+class RecommendationIn(serializers.Serializer[RecommendationQuery]):
     verifier = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
     hardware = serializers.CharField(default="cpu", max_length=32)
     concurrency = WholeNumberField(default=1, min_value=1, max_value=1024)
@@ -126,7 +159,7 @@ class Compatibility(APIView):
         # Only the verdict reads the Hub inside the request; the matrix is one database read.
         return super().get_throttles() if self.request.method == "POST" else []
 
-    @extend_schema(responses=dict[str, Any])
+    @extend_schema(responses={200: shape(Matrix)})
     def get(self, request: Request) -> Response:
         return Response(compatibility_matrix())
 
@@ -134,7 +167,7 @@ class Compatibility(APIView):
     def post(self, request: Request) -> Response:
         given = CompatibilityIn(data=request.data)
         given.is_valid(raise_exception=True)
-        data = given.validated_data
+        data: CompatibilityQuery = given.validated_data
         report = gate_report_cached(
             verifier=data["verifier"],
             verifier_revision=data["verifier_revision"],
@@ -149,13 +182,15 @@ class Compatibility(APIView):
 class Recommendations(APIView):
     """The best draft for a verifier on a hardware class, at a concurrency, optionally for one workload."""
 
-    @extend_schema(parameters=[RecommendationIn], responses=dict[str, Any])
+    @extend_schema(parameters=[RecommendationIn], responses={200: shape(Recommended)})
     def get(self, request: Request) -> Response:
         given = RecommendationIn(data=request.query_params)
         given.is_valid(raise_exception=True)
-        ranked = recommendations(**given.validated_data)
+        query: RecommendationQuery = given.validated_data
+        ranked = recommendations(**query)
         best = next((r for r in ranked if r["verdict"] == "certified"), None)
-        return Response({"query": given.validated_data, "best": best, "ranked": ranked})
+        answer: Recommended = {"query": query, "best": best, "ranked": ranked}
+        return Response(answer)
 
 
 class Export(APIView):
@@ -163,6 +198,6 @@ class Export(APIView):
 
     renderer_classes = [JSONRenderer, CsvRenderer]
 
-    @extend_schema(responses=dict[str, Any])
+    @extend_schema(responses=list[ExportRow])
     def get(self, request: Request) -> Response:
         return Response(export_rows())

@@ -3,7 +3,7 @@ a pair's page."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -13,15 +13,108 @@ from kernel import result
 from registry.catalog.filters import PairFilter, filtered_pairs
 from registry.fleet.selectors import measured_on
 from registry.models import (
+    Certificate,
+    CertificationRun,
     HubModel,
     Pair,
     Role,
     Submission,
     SubmissionSource,
     SubmissionStatus,
+    WorkloadResult,
 )
-from registry.runs.selectors import RunSummary, latest_finished_run, property_rows, regression_rows, run_document, run_summary
+from registry.runs.selectors import (
+    PropertyRow,
+    RegressionRow,
+    RunSummary,
+    latest_finished_run,
+    property_rows,
+    regression_rows,
+    run_document,
+    run_summary,
+)
 from registry.states import RunState
+
+
+class MatrixCell(TypedDict):
+    pair: int
+    verifier: str
+    draft: str  # the draft's repo id, or the method for a draft-free pair (ngram)
+    compatible: bool | None  # the gate's verdict; None before the gate ran
+    verdict: str | None  # the latest certification, copied onto the pair when it finished
+
+
+class Matrix(TypedDict):
+    """Verifiers by drafts: the axes, sorted, and one cell per pair."""
+
+    verifiers: list[str]
+    drafts: list[str]
+    cells: list[MatrixCell]
+
+
+class Recommendation(TypedDict):
+    pair: int
+    draft: str
+    method: str
+    speedup: float
+    indicative: bool  # a per-workload figure at c=1: one or two prompts per block, no interval
+    verdict: str | None
+    run: int
+    mean_acceptance_length: float | None
+    serve: str | None
+
+
+class ExportRow(TypedDict):
+    """One pair and its latest certification, flat, as the CSV and JSON export write it."""
+
+    pair: int
+    verifier: str
+    verifier_sha: str
+    draft: str
+    draft_sha: str
+    method: str
+    k: int | None
+    compatible: bool | None
+    run: int | None
+    hardware: str | None
+    vllm: str | None
+    verdict: str | None
+    mean_acceptance_length: float | None
+    speedup_c1: float | None
+    faster_up_to: int | None
+    slower_from: int | None
+    measured_on: str | None  # hosted, or self-hosted on worker_owner's `worker`
+    worker: str | None
+    worker_owner: str | None
+
+
+class PairPage(TypedDict):
+    """What the pair page shows: the latest certification's figures, run history, and the gate report."""
+
+    pair: Pair
+    run: CertificationRun | None
+    verdict: result.Verdict | None
+    properties: list[PropertyRow]
+    smoke: result.Smoke | None
+    acceptance: result.Acceptance | None
+    levels: list[int]
+    speedups: list[float]
+    throughput: result.Throughput | None
+    speed: list[result.SpeedAtLevel]
+    break_even_bounds: tuple[int | None, int | None]
+    latency: list[result.LatencyRow]
+    servers: result.Servers | None
+    best_k: list[result.BestKRow]
+    other_recipes: list[tuple[int, str]]  # the measured k's other than the best, each with its `vllm serve` line
+    load: result.MachineLoad | None
+    results: list[WorkloadResult]
+    equivalence: result.Equivalence | None
+    environment: result.Environment
+    history: list[CertificationRun]
+    gate: dict[str, object]  # the gate report as the pair stores it (JSON)
+    certificate: Certificate | None
+    regressions: list[RegressionRow]
+    rtol_percent: float
 
 
 def pairs_list(*, search: str = "") -> QuerySet[Pair]:
@@ -51,9 +144,9 @@ def pairs_to_certify(*, pairs: list[Pair], limit: int | None = None) -> list[Pai
     return [pair for pair in pairs if not pair.runs.public().filter(state=RunState.FINISHED).exists()][:limit]
 
 
-def compatibility_matrix() -> dict[str, Any]:
+def compatibility_matrix() -> Matrix:
     """Return verifiers by drafts with the gate's verdict and the latest certification in each cell."""
-    cells = [
+    cells: list[MatrixCell] = [
         {
             "pair": pair.pk,
             "verifier": pair.verifier.repo_id,
@@ -70,13 +163,13 @@ def compatibility_matrix() -> dict[str, Any]:
     }
 
 
-def recommendations(*, verifier: str, hardware: str, concurrency: int, workload: str = "") -> list[dict[str, Any]]:
+def recommendations(*, verifier: str, hardware: str, concurrency: int, workload: str = "") -> list[Recommendation]:
     """Rank the verifier's certified-or-measured pairs on `hardware` by speedup at `concurrency` (and workload).
 
     A per-workload speedup exists at concurrency 1 only; other levels use the suite-wide figure. A per-workload
     figure rests on one or two prompts per block and has no interval: its row says "indicative".
     """
-    ranked = []
+    ranked: list[Recommendation] = []
     for pair in pairs_list().filter(verifier__repo_id=verifier):
         summary = run_summary(latest_finished_run(pair=pair, hardware=hardware))
         if summary is None:
@@ -86,16 +179,15 @@ def recommendations(*, verifier: str, hardware: str, concurrency: int, workload:
         else:
             speedup = summary["speedup"].get(str(concurrency))
         if speedup is not None:
-            draft = pair.draft.repo_id if pair.draft else pair.method
             indicative = bool(workload and concurrency == 1)
-            ranked.append({"pair": pair.pk, "draft": draft, "method": pair.method, "speedup": speedup, "indicative": indicative,
-                           **_verdict(summary)})  # fmt: skip
+            ranked.append(_recommendation(pair, speedup, indicative, summary))
     return sorted(ranked, key=lambda r: (r["verdict"] != "certified", -r["speedup"]))
 
 
-def _verdict(summary: RunSummary) -> dict[str, Any]:
-    return {"verdict": summary["verdict"], "run": summary["run"], "mean_acceptance_length": summary["mean_acceptance_length"],
-            "serve": summary["serve"]}  # fmt: skip
+def _recommendation(pair: Pair, speedup: float, indicative: bool, summary: RunSummary) -> Recommendation:
+    return {"pair": pair.pk, "draft": pair.draft.repo_id if pair.draft else pair.method, "method": pair.method,
+            "speedup": speedup, "indicative": indicative, "verdict": summary["verdict"], "run": summary["run"],
+            "mean_acceptance_length": summary["mean_acceptance_length"], "serve": summary["serve"]}  # fmt: skip
 
 
 EXPORT_COLUMNS = [
@@ -105,12 +197,11 @@ EXPORT_COLUMNS = [
 ]  # fmt: skip
 
 
-def export_rows() -> list[dict[str, Any]]:
+def export_rows() -> list[ExportRow]:
     """Return one flat row per pair with its latest certification, for CSV and JSON export."""
-    rows = []
+    rows: list[ExportRow] = []
     for pair in pairs_list().select_related("latest_run__worker__owner"):
-        summary = run_summary(pair.latest_run)
-        headline: dict[str, Any] = dict(summary) if summary else {}
+        headline = run_summary(pair.latest_run)
         where = measured_on(pair.latest_run) if pair.latest_run else None
         rows.append(
             {
@@ -122,14 +213,14 @@ def export_rows() -> list[dict[str, Any]]:
                 "method": pair.method,
                 "k": pair.num_speculative_tokens,
                 "compatible": (pair.compatibility or {}).get("compatible"),
-                "run": headline.get("run"),
-                "hardware": headline.get("hardware"),
-                "vllm": headline.get("engine_build") or None,
-                "verdict": headline.get("verdict"),
-                "mean_acceptance_length": headline.get("mean_acceptance_length"),
-                "speedup_c1": headline.get("speedup", {}).get("1"),
-                "faster_up_to": headline.get("faster_up_to"),
-                "slower_from": headline.get("slower_from"),
+                "run": headline["run"] if headline else None,
+                "hardware": headline["hardware"] if headline else None,
+                "vllm": (headline["engine_build"] or None) if headline else None,
+                "verdict": headline["verdict"] if headline else None,
+                "mean_acceptance_length": headline["mean_acceptance_length"] if headline else None,
+                "speedup_c1": headline["speedup"].get("1") if headline else None,
+                "faster_up_to": headline["faster_up_to"] if headline else None,
+                "slower_from": headline["slower_from"] if headline else None,
                 "measured_on": where["kind"] if where else None,  # hosted, or self-hosted on worker_owner's `worker`
                 "worker": where["worker"] if where else None,
                 "worker_owner": where["owner"] if where else None,
@@ -138,7 +229,7 @@ def export_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def pair_page(*, pair: Pair) -> dict[str, Any]:
+def pair_page(*, pair: Pair) -> PairPage:
     """Return what the pair page shows: the latest certification's figures, run history, and the gate report."""
     run = latest_finished_run(pair=pair)
     document = run_document(run)
@@ -146,13 +237,13 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
     return {
         "pair": pair,
         "run": run,
-        "verdict": result.verdict(document) or {},
+        "verdict": result.verdict(document),
         "properties": property_rows(document),
         "smoke": result.smoke(document),
-        "acceptance": result.acceptance(document) or {},
+        "acceptance": result.acceptance(document),
         "levels": levels,
         "speedups": [speedups[str(level)] for level in levels],
-        "throughput": result.throughput(document) or {},
+        "throughput": result.throughput(document),
         "speed": result.speed_by_level(document),
         "break_even_bounds": result.break_even_bounds(document),
         "latency": result.latency_rows(document),
@@ -161,7 +252,7 @@ def pair_page(*, pair: Pair) -> dict[str, Any]:
         "other_recipes": _other_recipes(document, best_k),
         "load": result.machine_load(document),
         "results": list(run.results.all()) if run else [],
-        "equivalence": result.equivalence(document) or {},
+        "equivalence": result.equivalence(document),
         "environment": result.environment(document),
         "history": list(pair.runs.public().select_related("worker__owner").order_by("-created_at", "-id")[:50]),
         "gate": pair.compatibility or {},

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -12,7 +11,14 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from registry import charts
-from registry.catalog.selectors import catalog_choices, compatibility_matrix, hub_imports, pair_page, pairs_filtered
+from registry.catalog.selectors import (
+    PairPage,
+    catalog_choices,
+    compatibility_matrix,
+    hub_imports,
+    pair_page,
+    pairs_filtered,
+)
 from registry.models import Pair
 from registry.views import PAGE_SIZE, page_number
 
@@ -38,22 +44,26 @@ def imports(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = pair_page(pair=get_object_or_404(Pair.objects.select_related("verifier", "draft"), pk=pk))
-    page.update(_pair_charts(page))
-    page["environment_json"] = json.dumps(page["environment"], indent=2, sort_keys=True)
-    # Sampled acceptance rests on the engine's speculative sampling: its own test's outcome is shown beside it.
-    page["sampling_judged"] = next((row for row in page["properties"] if row["title"] == "sampling equivalence"), None)
-    page["temperature_rows"] = [  # each position's rate beside its interval, for the table's cells
-        {**row, "positions": list(zip(row["per_position"], row["per_position_interval"], strict=False))}
-        for row in page["acceptance"].get("by_temperature", [])
-    ]
-    return render(request, "registry/pair.html", page)
+    acceptance = page["acceptance"]
+    context = {
+        **page,
+        **_pair_charts(page),
+        "environment_json": json.dumps(page["environment"], indent=2, sort_keys=True),
+        # Sampled acceptance rests on the engine's speculative sampling: its own test's outcome is shown beside it.
+        "sampling_judged": next((row for row in page["properties"] if row["title"] == "sampling equivalence"), None),
+        "temperature_rows": [  # each position's rate beside its interval, for the table's cells
+            {**row, "positions": list(zip(row["per_position"], row["per_position_interval"], strict=False))}
+            for row in (acceptance.get("by_temperature", []) if acceptance else [])
+        ],
+    }
+    return render(request, "registry/pair.html", context)
 
 
-def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
+def _pair_charts(page: PairPage) -> dict[str, SafeString]:
     """Return the pair page's charts, drawn from the figures its tables show."""
-    positions = page["acceptance"].get("per_position", [])
-    throughput = page["throughput"]
-    figures = throughput.get("levels", {})
+    acceptance, throughput = page["acceptance"], page["throughput"]
+    positions = acceptance.get("per_position", []) if acceptance else []
+    figures = throughput.get("levels", {}) if throughput else {}
     results = page["results"]
     labels = [result.category for result in results]
     return {
@@ -64,10 +74,10 @@ def _pair_charts(page: dict[str, Any]) -> dict[str, SafeString]:
             page["levels"],
             {"speedup": page["speedups"]},
             title="Speedup against concurrency",
-            bound=throughput.get("theoretical_bound"),
+            bound=throughput.get("theoretical_bound") if throughput else None,
             intervals=[figures[str(level)].get("speedup_interval") for level in page["levels"]],
         ),
-        "length_chart": charts.by_length(page["acceptance"].get("by_length", [])),
+        "length_chart": charts.by_length(acceptance.get("by_length", []) if acceptance else []),
         "best_k_chart": charts.by_k(page["best_k"][0]) if page["best_k"] else SafeString(""),
         "workload_al_chart": charts.hbars(
             [result.mean_acceptance_length for result in results],

@@ -6,7 +6,7 @@ A workload is its owner's (and staff's): anyone else gets a 404 on every endpoin
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
@@ -17,12 +17,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kernel import result
 from kernel.traffic import CHUNK
 from registry.api.parsers import JSONParser
 from registry.api.serializers import RunOut, acceptance_out
+from registry.api.shapes import shape
 from registry.models import Pair, Workload
 from registry.params import echo, whole_number
-from registry.traffic.report import workload_report
+from registry.runs.selectors import PropertyRow
+from registry.traffic.report import AtConcurrency, Candidate, Report, workload_report
 from registry.traffic.selectors import bench_command, export_lines, sample_line, workload_candidates, workload_for, workloads_of
 from registry.traffic.services import workload_certify, workload_create, workload_delete
 
@@ -43,6 +46,54 @@ class WorkloadOut(serializers.ModelSerializer[Workload]):
     def get_measured(self, workload: Workload) -> str:
         """What a run measures of the upload: '200 of your 10,000 requests, seed 0'."""
         return sample_line(workload)
+
+
+class SuiteFigures(TypedDict):
+    run: int
+    acceptance: dict[str, object] | None  # acceptance_out's naming of the document's figures
+    speed_c1: result.SpeedAtLevel | None
+
+
+class BreakEven(TypedDict):
+    faster_up_to: int | None
+    slower_from: int | None
+
+
+class CandidateJson(TypedDict):
+    """One draft measured on the workload, beside the same pair's figures on the public suite."""
+
+    pair: int
+    draft: str
+    method: str
+    run: int
+    acceptance: dict[str, object] | None  # acceptance_out's naming of the document's figures
+    speed: list[result.SpeedAtLevel]
+    break_even: BreakEven
+    properties: list[PropertyRow]
+    equivalent: bool
+    at_concurrency: AtConcurrency | None
+    public_suite: SuiteFigures | None
+    serve: str | None
+
+
+class RecommendationJson(TypedDict):
+    pair: int | None  # None: serve the verifier alone; the reason says why
+    reason: str
+
+
+class ExportCommand(TypedDict):
+    command: str
+
+
+class ReportJson(TypedDict):
+    workload: dict[str, object]  # WorkloadOut's fields
+    concurrency: int
+    hardware: str | None
+    measured_levels: list[int]
+    candidates: list[CandidateJson]
+    running: list[int]
+    recommendation: RecommendationJson | None  # None when nothing ran
+    export: ExportCommand
 
 
 class WorkloadIn(serializers.Serializer[Any]):
@@ -131,7 +182,7 @@ def _pairs(workload: Workload, drafts: object) -> list[Pair]:
 class WorkloadReport(APIView):
     """The candidates measured on the workload, side by side with the public suite, and the recommendation."""
 
-    @extend_schema(responses=dict[str, Any])
+    @extend_schema(responses={200: shape(ReportJson)})
     def get(self, request: Request, pk: int) -> Response:
         workload = workload_for(user=request.user, pk=pk)
         concurrency, hardware = _concurrency(request.query_params.get("concurrency")), request.query_params.get("hardware")
@@ -146,8 +197,8 @@ def _concurrency(given: str | None) -> int:
     return whole_number(given, name="concurrency", high=MAX_CONCURRENCY, default=1)
 
 
-def report_json(workload: Workload, report: dict[str, Any]) -> dict[str, Any]:
-    recommendation = report["recommendation"]
+def report_json(workload: Workload, report: Report) -> ReportJson:
+    recommendation, choice = report["recommendation"], report["recommendation"] and report["recommendation"]["choice"]
     return {
         "workload": WorkloadOut(workload).data,
         "concurrency": report["concurrency"],
@@ -155,22 +206,20 @@ def report_json(workload: Workload, report: dict[str, Any]) -> dict[str, Any]:
         "measured_levels": report["measured_levels"],
         "candidates": [_candidate_json(c) for c in report["candidates"]],
         "running": [run.pk for run in report["going"]],
-        "recommendation": recommendation
-        and {
-            "pair": recommendation["choice"]["pair"].pk if recommendation.get("choice") else None,
-            "reason": recommendation["reason"],
-        },
+        "recommendation": {"pair": choice["pair"].pk if choice else None, "reason": recommendation["reason"]}
+        if recommendation
+        else None,
         "export": {"command": bench_command(workload)},
     }
 
 
-def _candidate_json(candidate: dict[str, Any]) -> dict[str, Any]:
+def _candidate_json(candidate: Candidate) -> CandidateJson:
     pair, public = candidate["pair"], candidate["public"]
-    suite = public and {
-        "run": public["run"].pk,
-        "acceptance": acceptance_out(public["acceptance"]),
-        "speed_c1": public["speed_c1"],
-    }
+    suite: SuiteFigures | None = (
+        {"run": public["run"].pk, "acceptance": acceptance_out(public["acceptance"]), "speed_c1": public["speed_c1"]}
+        if public
+        else None
+    )
     return {
         "pair": pair.pk,
         "draft": pair.draft.repo_id if pair.draft else pair.method,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import NotRequired, TypedDict
 
 from kernel import result, stats
 from registry.charts import TIMES
 from registry.models import CertificationRun, Pair, Workload
-from registry.runs.selectors import latest_finished_run, property_rows, run_document
+from registry.runs.selectors import PropertyRow, latest_finished_run, property_rows, run_document
 from registry.states import RunState
 
 
@@ -19,21 +19,48 @@ class AtConcurrency(TypedDict):
     dof: int
 
 
+class PublicFigures(TypedDict):
+    """The same pair's latest figures on the public suite, on the same hardware class."""
+
+    run: CertificationRun
+    acceptance: result.Acceptance | None
+    speed_c1: result.SpeedAtLevel | None
+
+
 class Candidate(TypedDict):
     pair: Pair
     run: CertificationRun
     acceptance: result.Acceptance | None
     speed: list[result.SpeedAtLevel]
     break_even: tuple[int | None, int | None]
-    properties: list[Any]
+    properties: list[PropertyRow]
     equivalent: bool  # no property failed that is the pair's fault
     at: AtConcurrency | None
     margin: float  # the practical margin its run was judged by: "faster" needs the interval wholly above it
-    public: dict[str, Any] | None
+    public: PublicFigures | None
     serve: str | None  # the command measured on this traffic: its batch-size schedule where that was measured better
 
 
-def workload_report(*, workload: Workload, concurrency: int, hardware: str | None = None) -> dict[str, Any]:
+class Recommended(TypedDict):
+    """The draft to serve on this traffic (None: serve the verifier alone, or nothing was measured) and why."""
+
+    choice: Candidate | None
+    reason: str
+    best: NotRequired[Candidate]  # the best measured, when it is not measurably faster
+
+
+class Report(TypedDict):
+    hardware: str | None
+    hardware_measured: list[str]  # every class a run on this workload finished on, newest first
+    measured_levels: list[int]
+    candidates: list[Candidate]  # the fastest at `concurrency` first
+    going: list[CertificationRun]
+    failed: list[CertificationRun]
+    recommendation: Recommended | None  # None when nothing ran
+    concurrency: int
+
+
+def workload_report(*, workload: Workload, concurrency: int, hardware: str | None = None) -> Report:
     """The comparison page's data: each candidate's latest finished run on the workload, on one hardware class
     (the newest run's unless asked: a CPU run and an H100 run do not compare), and the recommendation."""
     runs = workload.runs.select_related("pair__draft", "pair__verifier").order_by("-created_at", "-id")
@@ -79,7 +106,7 @@ def _candidate(run: CertificationRun, concurrency: int) -> Candidate:
     }
 
 
-def _public_figures(pair: Pair, hardware: str) -> dict[str, Any] | None:
+def _public_figures(pair: Pair, hardware: str) -> PublicFigures | None:
     """The same pair's figures on the public suite, on the same hardware class, for side-by-side reading."""
     run = latest_finished_run(pair=pair, hardware=hardware)
     document = run_document(run)
@@ -103,7 +130,7 @@ def at_concurrency(speed: list[result.SpeedAtLevel], concurrency: int) -> AtConc
             "dof": row["dof"]}  # fmt: skip
 
 
-def recommend(candidates: list[Candidate], concurrency: int) -> dict[str, Any] | None:
+def recommend(candidates: list[Candidate], concurrency: int) -> Recommended | None:
     """The best draft for this traffic at `concurrency`, with the reason and the uncertainty; None when nothing ran.
 
     Only drafts whose outputs were not found to differ by their own fault are eligible. The best is picked by its

@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from kernel.errors import RunError
+from kernel.result import AtLength
 from kernel.traffic import CHUNK, FORMATS
 from registry import charts
 from registry.celery import hardware_queues
@@ -24,7 +25,7 @@ from registry.fleet.selectors import labels_served
 from registry.models import Workload
 from registry.params import whole_number
 from registry.traffic.api import MAX_CONCURRENCY, export_response
-from registry.traffic.report import draft_name, workload_report
+from registry.traffic.report import Report, draft_name, workload_report
 from registry.traffic.selectors import (
     bench_command,
     sample_line,
@@ -125,7 +126,7 @@ def _concurrency(given: str | None) -> int:
     return whole_number(given, name="concurrency", high=MAX_CONCURRENCY, default=1)
 
 
-def _charts(report: dict[str, Any]) -> dict[str, SafeString]:
+def _charts(report: Report) -> dict[str, SafeString]:
     candidates = report["candidates"]
     names = [draft_name(c) for c in candidates]
     levels = [row["concurrency"] for row in candidates[0]["speed"]] if candidates else []
@@ -143,9 +144,9 @@ def _charts(report: dict[str, Any]) -> dict[str, SafeString]:
     }
 
 
-def _length_charts(report: dict[str, Any]) -> list[tuple[str, SafeString, list[Any]]]:
+def _length_charts(report: Report) -> list[tuple[str, SafeString, list[AtLength]]]:
     """Each measured draft's acceptance by prompt length on the user's traffic, where its run counted per prompt."""
-    found = [(draft_name(c), (c["acceptance"] or {}).get("by_length", [])) for c in report["candidates"]]
+    found = [(draft_name(c), c["acceptance"].get("by_length", []) if c["acceptance"] else []) for c in report["candidates"]]
     return [(name, charts.by_length(rows, title=f"{name}: acceptance by prompt length"), rows) for name, rows in found if rows]
 
 
