@@ -204,7 +204,7 @@ def test_each_registry_domain_has_a_folder_of_its_own_and_no_layer_folder_holds_
     assert found == DOMAINS
     assert not (registry / "services").exists() and not (registry / "selectors").exists()
     assert {p.stem for p in (registry / "api").glob("*.py")} == {"__init__", "errors", "pagination", "parsers", "renderers",
-                                                                  "serializers", "throttles", "urls"}  # fmt: skip
+                                                                  "serializers", "shapes", "throttles", "urls"}  # fmt: skip
 
 
 def domain_of(module: str) -> str | None:

@@ -15,7 +15,8 @@ from registry.catalog.selectors import pair_public_url
 from registry.certificates.eval_results import eval_results_path, eval_results_yaml, model_card_section
 from registry.certificates.services import certificate_issue
 from registry.dispatch import task_send_on_commit
-from registry.models import Certificate, CertificationRun, Verdict, WebhookEvent
+from registry.models import Certificate, CertificationRun, Regression, Verdict, WebhookEvent
+from registry.notifications.payloads import Certified, ChangeFigures, Regressed
 from registry.notifications.services import pair_event_notify
 from registry.runs.regressions import run_regressions_record
 from registry.runs.selectors import regression_detectable, run_headline, run_summary
@@ -34,16 +35,23 @@ def run_publish(*, run: CertificationRun) -> Certificate | None:
     regressions = run_regressions_record(run=run)
     subject = f"run-{run.pk}"
     if regressions:
-        changes = {r.metric: {"previous": r.previous, "current": r.current, "change": r.relative_change, "interval": r.interval,
-                              "detectable_drop": regression_detectable(regression=r)} for r in regressions}  # fmt: skip
-        data = {"run": run.pk, "previous_run": regressions[0].previous_run_id, "regressions": changes}
-        pair_event_notify(pair=run.pair, event=WebhookEvent.REGRESSED, subject=subject, data=data)
+        regressed: Regressed = {"run": run.pk, "previous_run": regressions[0].previous_run_id,
+                                "regressions": {r.metric: _change(r) for r in regressions}}  # fmt: skip
+        pair_event_notify(pair=run.pair, event=WebhookEvent.REGRESSED, subject=subject, data=regressed)
     if certificate is not None and certificate.verdict == Verdict.CERTIFIED:
-        data = {"run": run.pk, "certificate_digest": certificate.digest, **run_headline(run=run)}
-        pair_event_notify(pair=run.pair, event=WebhookEvent.CERTIFIED, subject=subject, data=data)
+        headline = run_headline(run=run)
+        certified: Certified = {"run": run.pk, "certificate_digest": certificate.digest,
+                                "mean_acceptance_length": headline["mean_acceptance_length"],
+                                "speedup": headline["speedup"]}  # fmt: skip
+        pair_event_notify(pair=run.pair, event=WebhookEvent.CERTIFIED, subject=subject, data=certified)
     if certificate is not None and settings.SPECHUB_HUB_PUBLISH and run.pair.draft is not None:
         _hub_pr_dispatch(certificate)
     return certificate
+
+
+def _change(regression: Regression) -> ChangeFigures:
+    return {"previous": regression.previous, "current": regression.current, "change": regression.relative_change,
+            "interval": regression.interval, "detectable_drop": regression_detectable(regression=regression)}  # fmt: skip
 
 
 def _hub_pr_dispatch(certificate: Certificate) -> None:

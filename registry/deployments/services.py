@@ -38,6 +38,7 @@ from registry.models import (
     WebhookEvent,
     Workload,
 )
+from registry.notifications.payloads import DeploymentEvent
 from registry.notifications.services import owner_event_notify
 from registry.runs.services import run_create
 from registry.runs.submissions import SubmissionQuotaExceeded, within_submission_quota
@@ -260,7 +261,7 @@ def _judge(deployment: Deployment) -> None:
 
 
 def _drift_notify(deployment: Deployment, before: str, certified: live.Certified) -> None:
-    body = {
+    body: DeploymentEvent = {
         "event": WebhookEvent.DRIFT.value,
         "subject": f"deployment-{deployment.pk}-change-{deployment.state_changes}",
         "deployment": deployment.pk,
@@ -274,7 +275,7 @@ def _drift_notify(deployment: Deployment, before: str, certified: live.Certified
             "certified_band": list(certified.band) if certified.band else None,
         },
     }
-    owner_event_notify(owner=deployment.owner, event=WebhookEvent.DRIFT, subject=str(body["subject"]), body=body)
+    owner_event_notify(owner=deployment.owner, event=WebhookEvent.DRIFT, subject=body["subject"], body=body)
 
 
 def deployment_recertify(*, deployment: Deployment, user: Any) -> CertificationRun:

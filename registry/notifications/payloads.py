@@ -5,7 +5,7 @@ Deliveries are POSTs of these bodies, signed the Standard Webhooks way (registry
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, TypeVar
 
 from drf_spectacular.utils import OpenApiResponse, OpenApiWebhook, extend_schema
 from rest_framework import serializers
@@ -18,14 +18,69 @@ SIGNED = (
 )
 
 
-class CertifiedData(serializers.Serializer[dict[str, Any]]):
+# Each body's keys are written twice, as the TypedDict its producer fills and as the serializer the schema publishes;
+# tests/registry/test_outbound.py holds the two to the same keys.
+
+
+class Certified(TypedDict):
+    run: int
+    certificate_digest: str
+    mean_acceptance_length: float | None
+    speedup: float | None  # at concurrency 1
+
+
+class ChangeFigures(TypedDict):
+    previous: float
+    current: float
+    change: float
+    interval: list[float]
+    detectable_drop: float | None
+
+
+class Regressed(TypedDict):
+    run: int
+    previous_run: int
+    regressions: dict[str, ChangeFigures]  # by metric
+
+
+class Expired(TypedDict):
+    certificate_digest: str
+    expires_at: str  # ISO 8601
+
+
+# "from" is a keyword, so this one is written the functional way.
+Drift = TypedDict("Drift", {"from": str | None, "to": str, "reason": str, "live_al": float | None,
+                            "certified_band": list[float] | None})  # fmt: skip
+
+
+class PairEvent(TypedDict):
+    event: str
+    subject: str
+    pair: int
+    url: str
+    data: Certified | Regressed | Expired
+
+
+class DeploymentEvent(TypedDict):
+    event: str
+    subject: str
+    deployment: int
+    pair: int
+    url: str
+    data: Drift
+
+
+_Shape = TypeVar("_Shape")
+
+
+class CertifiedData(serializers.Serializer[Certified]):
     run = serializers.IntegerField()
     certificate_digest = serializers.CharField(help_text="sha256 of the signed certificate's payload")
     mean_acceptance_length = serializers.FloatField(allow_null=True)
     speedup = serializers.FloatField(allow_null=True, help_text="at concurrency 1")
 
 
-class Change(serializers.Serializer[dict[str, Any]]):
+class Change(serializers.Serializer[ChangeFigures]):
     previous = serializers.FloatField()
     current = serializers.FloatField()
     change = serializers.FloatField(help_text="relative: current over previous, less 1 (a timed figure's: of its paired blocks)")
@@ -37,20 +92,18 @@ class Change(serializers.Serializer[dict[str, Any]]):
     )
 
 
-class RegressedData(serializers.Serializer[dict[str, Any]]):
+class RegressedData(serializers.Serializer[Regressed]):
     run = serializers.IntegerField()
     previous_run = serializers.IntegerField()
     regressions = serializers.DictField(child=Change(), help_text="by metric: mean_acceptance_length, speedup")
 
 
-class ExpiredData(serializers.Serializer[dict[str, Any]]):
+class ExpiredData(serializers.Serializer[Expired]):
     certificate_digest = serializers.CharField()
     expires_at = serializers.DateTimeField()
 
 
-def _event(
-    name: str, data: type[serializers.Serializer[dict[str, Any]]], about: str
-) -> type[serializers.Serializer[dict[str, Any]]]:
+def _event(name: str, data: type[serializers.Serializer[_Shape]], about: str) -> type[serializers.Serializer[PairEvent]]:
     fields = {
         "event": serializers.ChoiceField(choices=[name]),
         "subject": serializers.CharField(help_text=f"{about}; one delivery per event and subject"),
@@ -61,7 +114,7 @@ def _event(
     return type(f"{data.__name__.removesuffix('Data')}Event", (serializers.Serializer,), fields)
 
 
-def _webhook(name: str, summary: str, body: type[serializers.Serializer[dict[str, Any]]]) -> OpenApiWebhook:
+def _webhook(name: str, summary: str, body: type[serializers.Serializer[_Shape]]) -> OpenApiWebhook:
     return OpenApiWebhook(
         name=name,
         decorator=extend_schema(summary=summary, description=SIGNED, request=body,
@@ -77,7 +130,7 @@ EXPIRED = _webhook("certificate.expired", "A certificate of one of your pairs ex
                    _event("certificate.expired", ExpiredData, "certificate-<id>"))  # fmt: skip
 
 
-class DriftData(serializers.Serializer[dict[str, Any]]):
+class DriftData(serializers.Serializer[Drift]):
     # "from" is a keyword: the field is declared below.
     to = serializers.CharField(help_text="within, below, collapse or mismatch (kernel/live.py)")
     reason = serializers.CharField()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import smtplib
 import time
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -23,6 +22,7 @@ from registry.dispatch import task_send_on_commit
 from registry.models import DeliveryState, EmailNotice, Outbound, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from registry.notifications import outbound
 from registry.notifications import signing as webhooks
+from registry.notifications.payloads import Certified, DeploymentEvent, Expired, PairEvent, Regressed
 
 logger = logging.getLogger(__name__)
 Row = TypeVar("Row", bound=Outbound)
@@ -30,7 +30,9 @@ Row = TypeVar("Row", bound=Outbound)
 _EMAILED = {WebhookEvent.REGRESSED, WebhookEvent.EXPIRED}
 
 
-def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: Mapping[str, object]) -> list[WebhookDelivery]:
+def pair_event_notify(
+    *, pair: Pair, event: WebhookEvent, subject: str, data: Certified | Regressed | Expired
+) -> list[WebhookDelivery]:
     """Queue one delivery of `event` per subscribed endpoint of the pair's owner, and email them.
 
     `subject` names what the event is about (a run, a certificate): raising the same
@@ -39,14 +41,16 @@ def pair_event_notify(*, pair: Pair, event: WebhookEvent, subject: str, data: Ma
     owner = pair_owner(pair=pair)
     if owner is None:
         return []
-    body = {"event": event.value, "subject": subject, "pair": pair.pk, "url": pair_public_url(pair=pair), "data": data}
+    body: PairEvent = {"event": event.value, "subject": subject, "pair": pair.pk, "url": pair_public_url(pair=pair), "data": data}
     created = owner_event_notify(owner=owner, event=event, subject=subject, body=body)
     if created and event in _EMAILED and owner.email:
         _email_queue(owner.email, event, pair)
     return created
 
 
-def owner_event_notify(*, owner: Any, event: WebhookEvent, subject: str, body: Mapping[str, object]) -> list[WebhookDelivery]:
+def owner_event_notify(
+    *, owner: Any, event: WebhookEvent, subject: str, body: PairEvent | DeploymentEvent
+) -> list[WebhookDelivery]:
     """Queue one delivery of `body` per endpoint of `owner` subscribed to `event`; the same subject again, none."""
     created = []
     for endpoint in WebhookEndpoint.objects.filter(owner=owner, active=True):

@@ -13,6 +13,7 @@ from django_celery_beat.models import CrontabSchedule, IntervalSchedule, Periodi
 from registry.celery import NOTIFICATION_TASKS
 from registry.certificates.services import certificates_expire
 from registry.models import Certificate, CertificationRun, EngineBuild, Pair, Priority, RunTrigger, Verdict, WebhookEvent
+from registry.notifications.payloads import Expired
 from registry.notifications.services import pair_event_notify
 from registry.runs.services import run_create, run_dispatch
 from registry.states import FINAL_STATES, RunState
@@ -101,7 +102,7 @@ def certificates_sweep(*, now: datetime | None = None) -> tuple[list[Certificate
     now = now or timezone.now()
     expired = certificates_expire(now=now)
     for certificate in expired:
-        data = {"certificate_digest": certificate.digest, "expires_at": certificate.expires_at.isoformat()}
+        data: Expired = {"certificate_digest": certificate.digest, "expires_at": certificate.expires_at.isoformat()}
         pair_event_notify(pair=certificate.pair, event=WebhookEvent.EXPIRED, subject=f"certificate-{certificate.pk}", data=data)
     soon = now + timedelta(days=settings.SPECHUB_CERTIFICATE_RENEW_DAYS)
     due = Pair.objects.filter(verdict__in=_KEPT_CURRENT, latest_run__certificate__expires_at__lte=soon)
