@@ -15,7 +15,7 @@ import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import httpx2
 from huggingface_hub import (
@@ -46,7 +46,7 @@ from kernel.formats.inputs import (
     TensorData,
     decode_tensor,
     parse_json_object,
-    tensor_span,
+    readable_tensor,
 )
 from kernel.settings import Settings
 
@@ -179,16 +179,16 @@ class HubClient:
         return found
 
     def _tensor(self, meta: RepoMetadata, filename: str, name: str, header_lengths: dict[str, int]) -> TensorData:
-        info = meta.safetensors[filename][name]
-        span = tensor_span(info)
-        if isinstance(span, TensorData):
-            return span
+        info = readable_tensor(meta.safetensors[filename][name])
+        if isinstance(info, TensorData):
+            return info
         url = hf_hub_url(meta.repo_id, filename, revision=meta.sha, endpoint=self.endpoint)
         if filename not in header_lengths:
             prefix = self._call(lambda: self._range(url, 0, 8), meta.repo_id, meta.sha)
             header_lengths[filename] = struct.unpack("<Q", prefix)[0]
-        start, end = 8 + header_lengths[filename] + span[0], 8 + header_lengths[filename] + span[1]
-        raw = self._call(lambda: self._range(url, start, end), meta.repo_id, meta.sha)
+        data = 8 + header_lengths[filename]  # the data section follows the length and the header
+        start, end = info["data_offsets"]
+        raw = self._call(lambda: self._range(url, data + start, data + end), meta.repo_id, meta.sha)
         return decode_tensor(info, raw)
 
     def _range(self, url: str, start: int, end: int) -> bytes:
@@ -224,7 +224,7 @@ class HubClient:
         )
         return Path(path)
 
-    def _json(self, repo_id: str, sha: str, filename: str, problems: dict[str, str]) -> dict[str, Any] | None:
+    def _json(self, repo_id: str, sha: str, filename: str, problems: dict[str, str]) -> dict[str, object] | None:
         """Read a metadata file, but never more than MAX_JSON_BYTES of it."""
         url = hf_hub_url(repo_id, filename, revision=sha, endpoint=self.endpoint)
         raw = self._call(lambda: self._range(url, 0, MAX_JSON_BYTES + 1), repo_id, sha)
@@ -233,8 +233,11 @@ class HubClient:
             return None
         return parse_json_object(raw, filename, problems)
 
-    def _headers(self, repo_id: str, sha: str) -> dict[str, dict[str, dict[str, Any]]]:
-        """Return {file: {tensor: {dtype, shape, data_offsets}}} read from the safetensors headers only."""
+    def _headers(self, repo_id: str, sha: str) -> dict[str, dict[str, Mapping[str, object]]]:
+        """Return {file: {tensor: {dtype, shape, data_offsets}}} read from the safetensors headers only.
+
+        huggingface_hub types the entries but does not check them: they stay unchecked here, as read from disk.
+        """
         try:
             found = self._call(lambda: self.api.get_safetensors_metadata(repo_id, revision=sha), repo_id, sha)
         except NotASafetensorsRepoError:

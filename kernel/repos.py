@@ -21,9 +21,10 @@ from kernel.formats.inputs import (
     MAX_JSON_BYTES,
     RepoMetadata,
     TensorData,
+    TensorInfo,
     decode_tensor,
     parse_json_object,
-    tensor_span,
+    readable_tensor,
 )
 from kernel.hub import METADATA_FILES, HubClient, is_safe_filename
 
@@ -87,8 +88,8 @@ class LocalRepo:
             sha=self.sha if self.sha is not None else _git_head(self.path),
             files=files,
             config=documents.get("config.json"),
-            tokenizer=_object(documents.get("tokenizer.json")),
-            tokenizer_config=_object(documents.get("tokenizer_config.json")),
+            tokenizer=documents.get("tokenizer.json"),
+            tokenizer_config=documents.get("tokenizer_config.json"),
             safetensors=headers,
             problems=problems,
             unsafe_files=unsafe,
@@ -114,35 +115,31 @@ class LocalRepo:
             filename = meta.tensor_file(name)
             if filename is None:
                 continue
-            info = meta.safetensors[filename][name]
-            span = tensor_span(info)
-            found[name] = span if isinstance(span, TensorData) else self._read(filename, span, info)
+            info = readable_tensor(meta.safetensors[filename][name])
+            found[name] = info if isinstance(info, TensorData) else self._read(filename, info)
         return found
 
-    def _read(self, filename: str, span: tuple[int, int], info: dict[str, Any]) -> TensorData:
+    def _read(self, filename: str, info: TensorInfo) -> TensorData:
+        start, end = info["data_offsets"]
         with (self.path / filename).open("rb") as handle:
             (length,) = struct.unpack("<Q", handle.read(8))
-            handle.seek(8 + length + span[0])
-            return decode_tensor(info, handle.read(span[1] - span[0]))
+            handle.seek(8 + length + start)
+            return decode_tensor(info, handle.read(end - start))
 
 
 def _raise(exc: OSError) -> None:
     raise exc
 
 
-def _object(document: Any) -> dict[str, Any] | None:
-    return document if isinstance(document, dict) else None
-
-
-def _read_json(path: Path, name: str, problems: dict[str, str]) -> Any:
+def _read_json(path: Path, name: str, problems: dict[str, str]) -> dict[str, object] | None:
     if path.stat().st_size > MAX_JSON_BYTES:
         problems[name] = f"{name} is larger than {MAX_JSON_BYTES} bytes"
         return None
     return parse_json_object(path.read_bytes(), name, problems)
 
 
-def _read_header(path: Path, name: str, problems: dict[str, str]) -> dict[str, dict[str, Any]] | None:
-    """Return {tensor: {dtype, shape, data_offsets}} from a safetensors header, reading nothing else."""
+def _read_header(path: Path, name: str, problems: dict[str, str]) -> dict[str, Mapping[str, object]] | None:
+    """Return {tensor: {dtype, shape, data_offsets}} from a safetensors header, reading nothing else; entries unchecked."""
     with path.open("rb") as handle:
         prefix = handle.read(8)
         length = struct.unpack("<Q", prefix)[0] if len(prefix) == 8 else -1

@@ -11,8 +11,9 @@ import argparse
 import json
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from safetensors.torch import save_file
@@ -32,6 +33,57 @@ DRAFT_VOCAB = 1024
 STEPS = {"verifier": 900, "draft": 500, "head": 500, "head_reduced": 300}
 DOCUMENTS = 20000
 LICENSE_CARD = "---\nlicense: apache-2.0\nlibrary_name: transformers\ntags: [spechub-toy]\n---\n\n"
+
+
+class ProposalMethod(TypedDict):
+    proposal_type: str
+    speculative_tokens: int
+    verifier_accept_k: int
+    accept_tolerance: float
+
+
+class VerifierReference(TypedDict):
+    name_or_path: str
+    architectures: list[str]
+
+
+class SpeculatorsSection(TypedDict):
+    algorithm: str
+    proposal_methods: list[ProposalMethod]
+    default_proposal_method: str
+    verifier: VerifierReference
+
+
+class SpeculatorsConfig(TypedDict):
+    """The config.json the zoo writes for an EAGLE-3 head in the speculators format."""
+
+    architectures: list[str]
+    speculators_model_type: str
+    speculators_version: str
+    speculators_config: SpeculatorsSection
+    transformer_layer_config: dict[str, Any]  # a transformers config: its keys vary per model and version
+    draft_vocab_size: int
+    target_hidden_size: int
+    norm_before_residual: bool
+    eagle_aux_hidden_state_layer_ids: list[int]
+    dtype: str
+
+
+class BuildReport(TypedDict):
+    """What a build measured: seconds per stage, and each draft's agreement with the verifier (one rate, or per step)."""
+
+    seed: int
+    scale: float
+    seconds: dict[str, float]
+    agreement: dict[str, float | list[float]]
+
+
+class BuildRecord(BuildReport):
+    """BUILD.json: the report, how it was built, and the sha256 of every file it wrote."""
+
+    threads: int
+    torch: str
+    files: dict[str, str]
 
 
 def llama_config(ids: dict[str, int], layers: int, vocab: int = VOCAB, hidden: int = HIDDEN) -> LlamaConfig:
@@ -65,7 +117,7 @@ def bf16(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {name: tensor.detach().to(torch.bfloat16).contiguous() for name, tensor in state.items()}
 
 
-def write_model(directory: Path, config: dict[str, Any], weights: dict[str, torch.Tensor], card: str) -> None:
+def write_model(directory: Path, config: Mapping[str, object], weights: dict[str, torch.Tensor], card: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     save_file(weights, str(directory / "model.safetensors"), metadata={"format": "pt"})
@@ -73,6 +125,7 @@ def write_model(directory: Path, config: dict[str, Any], weights: dict[str, torc
 
 
 def hf_config(config: LlamaConfig) -> dict[str, Any]:
+    """Return the transformers config as config.json holds it; its keys are transformers', and vary with the model."""
     data = config.to_dict()
     data.pop("transformers_version", None)
     data["dtype"] = "bfloat16"
@@ -86,7 +139,7 @@ def write_llama(directory: Path, model: LlamaForCausalLM, tokenizer: Tokenizer, 
     (directory / "generation_config.json").write_text(generation.to_json_string(use_diff=True))
 
 
-def speculators_config(head_config: LlamaConfig, draft_vocab: int, verifier_path: str = f"{ORG}/{VERIFIER}") -> dict[str, Any]:
+def speculators_config(head_config: LlamaConfig, draft_vocab: int, verifier_path: str = f"{ORG}/{VERIFIER}") -> SpeculatorsConfig:
     """Return a speculators-format config.json for an EAGLE-3 head on the toy verifier."""
     layer = hf_config(head_config)
     layer.pop("architectures", None)
@@ -133,7 +186,7 @@ class Builder:
 
     def __init__(self, out: Path, seed: int, scale: float) -> None:
         self.out, self.seed, self.scale = out, seed, scale
-        self.report: dict[str, Any] = {"seed": seed, "scale": scale, "seconds": {}, "agreement": {}}
+        self.report: BuildReport = {"seed": seed, "scale": scale, "seconds": {}, "agreement": {}}
         self.generator = torch.Generator().manual_seed(seed)
 
     def steps(self, name: str) -> Schedule:
@@ -145,7 +198,7 @@ class Builder:
     def timed(self, name: str, started: float) -> None:
         self.report["seconds"][name] = round(time.monotonic() - started, 1)
 
-    def build(self) -> dict[str, Any]:
+    def build(self) -> BuildReport:
         torch.manual_seed(self.seed)
         started = time.monotonic()
         documents = corpus.documents(self.seed, max(700, round(DOCUMENTS * self.scale)))
@@ -218,11 +271,9 @@ def main() -> None:
     if args.out.exists():
         shutil.rmtree(args.out)
     report = Builder(args.out, args.seed, args.scale).build()
-    report["threads"] = args.threads
-    report["torch"] = torch.__version__
-    report["files"] = file_digests(args.out)
-    (args.out / "BUILD.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("seconds", "agreement")}, indent=2))
+    record: BuildRecord = {**report, "threads": args.threads, "torch": torch.__version__, "files": file_digests(args.out)}
+    (args.out / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps({"seconds": record["seconds"], "agreement": record["agreement"]}, indent=2))
 
 
 if __name__ == "__main__":

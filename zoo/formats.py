@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def plain_config(draft: Path) -> dict[str, Any]:
     }
 
 
-def write_repo(target: Path, config: dict[str, Any], weights: dict[str, torch.Tensor], title: str, body: str) -> Path:
+def write_repo(target: Path, config: Mapping[str, object], weights: dict[str, torch.Tensor], title: str, body: str) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
     (target / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")

@@ -6,9 +6,9 @@ the CLI, the submission form and the API.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TypedDict
 
 
 class Severity(StrEnum):
@@ -67,6 +67,16 @@ HINTS: dict[str, str] = {
 }
 
 
+class FindingDict(TypedDict):
+    """A finding as reports store and the API returns it."""
+
+    rule: str
+    code: str
+    severity: str
+    message: str
+    hint: str
+
+
 @dataclass(frozen=True)
 class Finding:
     """One judgement: `code` names the problem, `rule` the rule that found it."""
@@ -80,8 +90,8 @@ class Finding:
     def hint(self) -> str:
         return HINTS[self.code]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "severity": str(self.severity), "hint": self.hint}
+    def as_dict(self) -> FindingDict:
+        return {"rule": self.rule, "code": self.code, "severity": str(self.severity), "message": self.message, "hint": self.hint}
 
 
 def finding(code: str, severity: Severity, message: str) -> Finding:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from kernel.formats.findings import Finding, Severity
+from kernel.formats.findings import Finding, FindingDict, Severity
 from kernel.formats.inputs import GateInput
 from kernel.formats.parse import NO_DRAFT, DraftFormat, describe_draft, describe_verifier
 from kernel.formats.recipe import Recipe, serving_recipe
@@ -14,6 +14,18 @@ from kernel.formats.vllm_support import VLLM_VERSION
 
 # The k a pair is certified at when neither the pair nor the draft's config names one.
 DEFAULT_K = 4
+
+
+class ReportDict(TypedDict):
+    """A report as Pair.compatibility, Submission.validation_report and the compatibility endpoint hold it."""
+
+    compatible: bool
+    vllm_version: str
+    method: str | None
+    num_speculative_tokens: int
+    findings: list[FindingDict]
+    format: dict[str, object]  # DraftFormat.as_dict()
+    recipe: dict[str, object] | None  # Recipe.as_dict()
 
 
 @dataclass(frozen=True)
@@ -35,7 +47,12 @@ class Report:
         return [f for f in self.findings if f.severity == Severity.ERROR]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """Return the stored form, built as a ReportDict.
+
+        Returned as a plain dict while registry.catalog.gate and workers.certification hold the report as
+        dict[str, object], which no TypedDict is assignable to.
+        """
+        report: ReportDict = {
             "compatible": self.compatible,
             "vllm_version": VLLM_VERSION,
             "method": self.method,
@@ -44,6 +61,7 @@ class Report:
             "format": self.format.as_dict(),
             "recipe": self.recipe.as_dict() if self.recipe else None,
         }
+        return dict(report)
 
 
 def context(gate_input: GateInput) -> Context:

@@ -10,7 +10,7 @@ import sys
 from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 # The Hub's own rules: an optional namespace, then a name; no '..', '--',
@@ -44,10 +44,12 @@ class RepoMetadata:
     sha: str
     files: list[str]
     config: Any
+    # The tokenizer files as published: open JSON, whose keys are the tokenizers library's, not ours.
     tokenizer: dict[str, Any] | None
     tokenizer_config: dict[str, Any] | None
-    # {file: {tensor: {"dtype", "shape", "data_offsets"}}}, from the safetensors headers only.
-    safetensors: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # {file: {tensor: {"dtype", "shape", "data_offsets"}}}, from the safetensors headers only. Unchecked:
+    # readable_tensor checks an entry before anything reads its bytes.
+    safetensors: dict[str, dict[str, Mapping[str, object]]] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
     unsafe_files: list[str] = field(default_factory=list)
 
@@ -66,6 +68,19 @@ class RepoMetadata:
     def tensor_file(self, name: str) -> str | None:
         """Return the safetensors file whose header lists tensor `name`."""
         return next((file for file, tensors in self.safetensors.items() if name in tensors), None)
+
+
+class TensorShape(TypedDict):
+    """What decoding a tensor needs: an integer dtype of INTEGER_TYPECODES and a shape of sizes ≥ 0."""
+
+    dtype: str
+    shape: list[int]
+
+
+class TensorInfo(TensorShape):
+    """A safetensors header entry once readable_tensor has checked it; data_offsets is [start, end) in the data section."""
+
+    data_offsets: tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -100,7 +115,7 @@ def _not_json(constant: str) -> float:
     raise ValueError(f"{constant} is not a JSON number; write a finite number or null")
 
 
-def parse_json_object(raw: bytes, name: str, problems: dict[str, str]) -> dict[str, Any] | None:
+def parse_json_object(raw: bytes, name: str, problems: dict[str, str]) -> dict[str, object] | None:
     """Return the JSON object in `raw`, or None with the reason recorded under `name`.
 
     NaN and Infinity (which Python's json accepts and no JSON column or response can hold) and
@@ -134,7 +149,7 @@ def json_depth(value: object) -> int:
     return deepest
 
 
-def tokenizer_hash(tokenizer: dict[str, Any], tokenizer_config: dict[str, Any] | None = None) -> str:
+def tokenizer_hash(tokenizer: Mapping[str, object], tokenizer_config: Mapping[str, object] | None = None) -> str:
     """Return a digest of the token→id map, the added tokens and the special tokens.
 
     Two tokenizers with the same size but different tokens get different hashes.
@@ -163,26 +178,27 @@ def is_repo_id(value: str) -> bool:
     return len(parts) <= 2 and all(_REPO_PART.fullmatch(part) for part in parts)
 
 
-def tensor_span(info: dict[str, Any]) -> tuple[int, int] | TensorData:
-    """Return a 1-D integer tensor's byte span in the data section, or why it will not be read."""
-    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+def readable_tensor(entry: Mapping[str, object]) -> TensorInfo | TensorData:
+    """Return a 1-D integer tensor's header entry, checked, or why its bytes will not be read."""
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
         return TensorData(dtype=str(dtype), shape=(), problem=f"the header gives an invalid shape {shape!r}")
     read = TensorData(dtype=str(dtype), shape=tuple(shape))
-    if dtype not in INTEGER_TYPECODES or len(shape) != 1:
+    # isinstance first: `in` raises on an unhashable dtype, such as a list.
+    if not isinstance(dtype, str) or dtype not in INTEGER_TYPECODES or len(shape) != 1:
         return read  # the rule reports the wrong dtype or rank from dtype and shape alone
     size = math.prod(shape) * INTEGER_TYPECODES[dtype][1]
     if size > MAX_TENSOR_BYTES:
         return TensorData(dtype=dtype, shape=tuple(shape), problem=f"it is {size} bytes, more than a vocab mapping")
     match offsets:
         case [int(start), int(end)] if start >= 0 and end - start == size:
-            return start, end
+            return TensorInfo(dtype=dtype, shape=shape, data_offsets=(start, end))
     return TensorData(dtype=dtype, shape=tuple(shape), problem=f"data_offsets {offsets!r} do not match its shape")
 
 
-def decode_tensor(info: dict[str, Any], raw: bytes) -> TensorData:
+def decode_tensor(info: TensorShape, raw: bytes) -> TensorData:
     """Return the values of a 1-D integer tensor from its little-endian bytes."""
-    dtype, shape = str(info["dtype"]), tuple(info["shape"])
+    dtype, shape = info["dtype"], tuple(info["shape"])
     typecode, item = INTEGER_TYPECODES[dtype]
     if len(raw) != math.prod(shape) * item:
         return TensorData(dtype=dtype, shape=shape, problem=f"read {len(raw)} bytes, expected {math.prod(shape) * item}")

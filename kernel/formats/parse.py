@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from kernel.formats.findings import Finding, error
 from kernel.formats.vllm_support import EAGLE3_ARCHITECTURES, EAGLE_WRAPPER_METHODS, SPECULATORS_METHOD
@@ -144,6 +144,31 @@ def read_geometry(fields: Fields, required: frozenset[str] = frozenset()) -> Geo
     )
 
 
+class Proposals(TypedDict, total=False):
+    """What a speculators_config says: its proposals, and the verifier the head was built for."""
+
+    speculative_tokens: int | None
+    proposal_types: tuple[str, ...]
+    default_proposal: str | None
+    verifier_name: str | None
+    verifier_architectures: tuple[str, ...] | None
+
+
+class Described(Proposals, total=False):
+    """DraftFormat's fields as one format's reader found them; each reader sets those its format has."""
+
+    kind: Required[str]
+    method: str | None
+    algorithm: str | None
+    variant: str | None
+    architectures: tuple[str, ...] | None
+    geometry: Geometry
+    n_predict: int | None
+    draft_vocab_size: int | None
+    target_hidden_size: int | None
+    aux_layer_ids: tuple[int, ...] | None
+
+
 @dataclass(frozen=True)
 class DraftFormat:
     """A draft described: which format, how vLLM serves it, and what it was built for.
@@ -214,7 +239,7 @@ def describe_draft(config: object, *, tensors: Collection[str] = (), unreadable:
     if "speculators_model_type" in config:
         described = _speculators(fields)
     elif config.get("model_type") in ("mlp_speculator", "medusa"):
-        described = _head(fields)
+        described = _head(fields, config["model_type"])
     elif config.get("model_type") == "eagle":
         described = _eagle_wrapper(fields)
     elif isinstance(config.get("architectures"), list) and EAGLE3_ARCHITECTURES & set(map(str, config["architectures"])):
@@ -236,11 +261,11 @@ def _unreadable(role: str, config: object, why: str | None) -> Finding:
     return error("gate:format-config-invalid", f"The draft's {why or 'config.json is not a JSON object'}.")
 
 
-def _speculators(fields: Fields) -> dict[str, Any]:
+def _speculators(fields: Fields) -> Described:
     algorithm = fields.text("speculators_model_type", required=True)
     speculators = fields.mapping("speculators_config", required=True)
     layer = fields.mapping("transformer_layer_config", required=True)
-    described: dict[str, Any] = {
+    described: Described = {
         "kind": "speculators",
         "algorithm": algorithm,
         "method": SPECULATORS_METHOD[algorithm][0] if algorithm in SPECULATORS_METHOD else None,
@@ -258,7 +283,7 @@ def _speculators(fields: Fields) -> dict[str, Any]:
     if algorithm in ("peagle", "dflash", "dflash2", "dspark"):
         fields.integer("mask_token_id", required=True, minimum=0)
     if speculators:
-        described.update(_proposals(speculators))
+        return {**described, **_proposals(speculators)}
     return described
 
 
@@ -268,8 +293,8 @@ def _aux_layer_ids(fields: Fields, algorithm: str | None) -> tuple[int, ...] | N
     return fields.integers("eagle_aux_hidden_state_layer_ids")
 
 
-def _proposals(speculators: Fields) -> dict[str, Any]:
-    described: dict[str, Any] = {}
+def _proposals(speculators: Fields) -> Proposals:
+    described: Proposals = {}
     speculators.text("algorithm")
     methods = speculators.document.get("proposal_methods")
     speculators.read.add("proposal_methods")
@@ -290,8 +315,9 @@ def _proposals(speculators: Fields) -> dict[str, Any]:
     return described
 
 
-def _head(fields: Fields) -> dict[str, Any]:
-    model_type = fields.text("model_type")
+def _head(fields: Fields, model_type: str) -> Described:
+    """An mlp_speculator or medusa head; `model_type`, which chose this reader, is its kind."""
+    fields.text("model_type")
     n_predict = fields.integer("n_predict") if model_type == "mlp_speculator" else _medusa_heads(fields)
     geometry = Geometry(
         model_type=model_type,
@@ -316,7 +342,7 @@ def _medusa_heads(fields: Fields) -> int | None:
     return fields.integer("num_heads", required=True)
 
 
-def _raw_eagle3(fields: Fields) -> dict[str, Any]:
+def _raw_eagle3(fields: Fields) -> Described:
     """The raw EAGLE-3 format: the layer's fields at the top level, the aux layer ids in `eagle_config`."""
     eagle = fields.mapping("eagle_config")
     if eagle:
@@ -334,7 +360,7 @@ def _raw_eagle3(fields: Fields) -> dict[str, Any]:
     }
 
 
-def _causal_lm(fields: Fields) -> dict[str, Any]:
+def _causal_lm(fields: Fields) -> Described:
     geometry = read_geometry(fields, frozenset({"vocab_size"}))
     architectures = fields.texts("architectures", required=True)
     return {"kind": "causal_lm", "method": "draft_model", "algorithm": "draft_model", "architectures": architectures,
@@ -345,13 +371,13 @@ def _causal_lm(fields: Fields) -> dict[str, Any]:
 EAGLE1_FC = "fc.weight"
 
 
-def _eagle_wrapper(fields: Fields) -> dict[str, Any]:
+def _eagle_wrapper(fields: Fields) -> Described:
     """vLLM's legacy wrapper: the head's config under `model`; vLLM ignores the wrapper's own architectures."""
     fields.texts("architectures")
     fields.read.add("truncated_vocab_size")
     method = fields.text("method") or "eagle"  # EAGLEConfig's default
     model = fields.mapping("model", required=True)
-    inner = _causal_lm(model) if model else {"architectures": None, "geometry": Geometry()}
+    inner = _causal_lm(model) if model else Described(kind="eagle_wrapper", architectures=None, geometry=Geometry())
     if model and model.document.get("model_type") is None:  # AutoConfig.for_model needs it
         fields.problems.append(error("gate:format-missing-key", "model.model_type is missing."))
     known = method in EAGLE_WRAPPER_METHODS
