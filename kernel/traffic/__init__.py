@@ -33,6 +33,7 @@ from kernel.traffic.requests import (
     UNSTORABLE,
     Limits,
     Request,
+    StoredRequest,
     Workload,
     canonical,
     storable,
@@ -41,6 +42,6 @@ from kernel.traffic.templates import ChatTemplate, Encode, render, rendered
 
 __all__ = [
     "CATEGORIES", "CHUNK", "CUSTOM", "FORMATS", "KINDS", "REFERENCE", "UNSTORABLE", "ChatTemplate", "Encode", "Limits",
-    "Request", "Sample", "Workload", "canonical", "read_sample", "read_workload", "render", "rendered", "storable",
-    "workload_dir", "workload_path", "workload_run_of", "write_sample",
+    "Request", "Sample", "StoredRequest", "Workload", "canonical", "read_sample", "read_workload", "render", "rendered",
+    "storable", "workload_dir", "workload_path", "workload_run_of", "write_sample",
 ]  # fmt: skip

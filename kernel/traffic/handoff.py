@@ -13,11 +13,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kernel import settings
 from kernel.errors import UserError
-from kernel.traffic.requests import Request
+from kernel.traffic.requests import Request, StoredRequest
 
 # A run spec names a registry workload by its hash; the prompts travel to the worker beside the spec, never in it.
 REFERENCE = re.compile(r"sha256:([0-9a-f]{64})")
@@ -49,7 +48,7 @@ class Sample:
     requests: tuple[Request, ...]
 
 
-def write_sample(path: Path, sha256: str, requests: Sequence[dict[str, Any]]) -> None:
+def write_sample(path: Path, sha256: str, requests: Sequence[StoredRequest]) -> None:
     """Write a stored sample (rows of `Request.as_dict`) for a worker, owner-only, whole or not at all."""
     partial = path.with_suffix(".part")
     body = json.dumps({"sha256": sha256, "requests": list(requests)}, ensure_ascii=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from kernel.errors import UserError
 
@@ -33,6 +33,47 @@ class Limits:
     max_output_tokens: int = 256
 
 
+class StoredRequest(TypedDict):
+    """A request as a workload's sample keeps it (the registry's JSON column, the worker's hand-off file)."""
+
+    line: int
+    category: str
+    max_tokens: int
+    prompt: NotRequired[str | None]  # a plain prompt, or
+    messages: NotRequired[list[list[str]]]  # chat messages, each [role, content]
+    count: NotRequired[int]  # absent in samples stored before requests were counted: 1
+    text: NotRequired[str | None]
+    tokens: NotRequired[int | None]
+
+
+class ChatMessage(TypedDict):
+    role: str
+    content: str
+
+
+class PromptLine(TypedDict):
+    """vLLM's custom dataset form: a plain prompt."""
+
+    prompt: str | None
+    output_tokens: int
+    category: str
+
+
+class ChatLine(TypedDict):
+    """The OpenAI chat form."""
+
+    messages: list[ChatMessage]
+    max_tokens: int
+    category: str
+
+
+class _Asked(TypedDict):
+    c: str  # category
+    n: int  # max_tokens
+    p: NotRequired[str | None]  # the prompt, or
+    m: NotRequired[list[list[str]]]  # the messages
+
+
 @dataclass(frozen=True)
 class Request:
     """One distinct request: a plain prompt or chat messages, first seen at `line`, seen `count` times."""
@@ -47,7 +88,7 @@ class Request:
     tokens: int | None = None  # its length under the verifier's tokenizer
 
     @classmethod
-    def from_dict(cls, stored: dict[str, Any]) -> Request:
+    def from_dict(cls, stored: StoredRequest) -> Request:
         messages = stored.get("messages")
         return cls(
             line=stored["line"],
@@ -60,17 +101,21 @@ class Request:
             tokens=stored.get("tokens"),
         )
 
-    def as_line(self) -> dict[str, Any]:
+    def as_line(self) -> PromptLine | ChatLine:
         """The request as one JSONL line this module reads back (the chat or the vLLM custom form)."""
         if self.messages is None:
             return {"prompt": self.prompt, "output_tokens": self.max_tokens, "category": self.category}
-        messages = [{"role": role, "content": content} for role, content in self.messages]
+        messages: list[ChatMessage] = [{"role": role, "content": content} for role, content in self.messages]
         return {"messages": messages, "max_tokens": self.max_tokens, "category": self.category}
 
-    def as_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"line": self.line, "category": self.category, "max_tokens": self.max_tokens, "count": self.count}
-        body.update({"prompt": self.prompt} if self.messages is None else {"messages": [list(m) for m in self.messages]})
-        return body | {"text": self.text, "tokens": self.tokens}
+    def as_dict(self) -> StoredRequest:
+        body: StoredRequest = {"line": self.line, "category": self.category, "max_tokens": self.max_tokens, "count": self.count}
+        if self.messages is None:
+            body["prompt"] = self.prompt
+        else:
+            body["messages"] = [list(m) for m in self.messages]
+        body["text"], body["tokens"] = self.text, self.tokens
+        return body
 
 
 @dataclass(frozen=True)
@@ -96,8 +141,11 @@ class Workload:
 
 def canonical(request: Request) -> str:
     """The canonical JSON of what a request asks; line, count and rendering are not part of it."""
-    asked: dict[str, Any] = {"c": request.category, "n": request.max_tokens}
-    asked.update({"p": request.prompt} if request.messages is None else {"m": [list(m) for m in request.messages]})
+    asked: _Asked = {"c": request.category, "n": request.max_tokens}
+    if request.messages is None:
+        asked["p"] = request.prompt
+    else:
+        asked["m"] = [list(m) for m in request.messages]
     return json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -7,11 +7,11 @@ only the deployment's ingest token (`Authorization: Bearer shd_...`), which can 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import permissions, serializers, status
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.exceptions import ValidationError as DRFValidationError
@@ -20,9 +20,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kernel import live
+from registry.api.shapes import shape
 from registry.deployments import selectors, services
 from registry.models import Certificate, Deployment, Pair, Workload
 from registry.params import WholeNumberField, whole_number
+
+
+class CertifiedBand(TypedDict):
+    band: list[float] | None
+    k: int
+    engine_version: str | None
+    temperature: float
 
 
 class DeploymentOut(serializers.ModelSerializer[Deployment]):
@@ -34,7 +42,8 @@ class DeploymentOut(serializers.ModelSerializer[Deployment]):
         fields = ["id", "name", "pair", "certificate", "workload", "temperature", "state", "state_reason", "state_changed_at",
                   "live_al", "token_hint", "token_revoked", "certified", "created_at"]  # fmt: skip
 
-    def get_certified(self, deployment: Deployment) -> dict[str, Any] | None:
+    @extend_schema_field(shape(CertifiedBand | None))
+    def get_certified(self, deployment: Deployment) -> CertifiedBand | None:
         """The band live AL is held to (the certified AL's 95 % interval at the temperature the deployment serves; null
         where the certified run gave none, and the state is "no band"), the k and the engine build certified."""
         found = selectors.certified_for(deployment=deployment)
@@ -59,7 +68,19 @@ class DeploymentIn(serializers.Serializer[Any]):
                                                    "run measured acceptance at (0.7 and 1.0 by default).")  # fmt: skip
 
 
-class SnapshotIn(serializers.Serializer[Any]):
+class SnapshotFields(TypedDict):
+    read_at: float
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    per_position: list[int]
+    requests: int
+    started_at: NotRequired[float | None]
+    engine_version: NotRequired[str | None]
+    k: NotRequired[int | None]
+
+
+class SnapshotIn(serializers.Serializer[SnapshotFields]):
     read_at = serializers.FloatField(help_text="When the counters were read, seconds since the epoch.")
     drafts = WholeNumberField(min_value=0, help_text="vllm:spec_decode_num_drafts, cumulative.")
     draft_tokens = WholeNumberField(min_value=0)
@@ -73,6 +94,21 @@ class SnapshotIn(serializers.Serializer[Any]):
 
 class ObservationsIn(serializers.Serializer[Any]):
     snapshots = SnapshotIn(many=True, allow_empty=False)
+
+
+class IngestedOut(serializers.Serializer[services.Ingested]):
+    stored = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="snapshots already stored: a retried push")
+    state = serializers.CharField()
+    reason = serializers.CharField()
+    live_al = serializers.FloatField(allow_null=True)
+
+
+class Timeline(TypedDict):
+    deployment: dict[str, object]  # DeploymentOut's fields
+    days: int
+    windows: list[selectors.Point]
+    positions: list[selectors.PositionRow]
 
 
 class DeploymentList(APIView):
@@ -174,7 +210,7 @@ class Observations(APIView):
     def get_authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="spechub ingest"'
 
-    @extend_schema(request=ObservationsIn, responses={201: dict[str, Any]})
+    @extend_schema(request=ObservationsIn, responses={201: IngestedOut, 200: IngestedOut})
     def post(self, request: Request, pk: int) -> Response:
         deployment = _by_token(request, pk)
         given = ObservationsIn(data=request.data)
@@ -189,18 +225,17 @@ class Observations(APIView):
             error = {"code": refused.code, "message": refused.message, "details": refused.details}
             return Response({"error": error}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
         retried = ingested.stored == 0  # every snapshot is stored already: an exact retry changes nothing
-        return Response({"stored": ingested.stored, "skipped": ingested.skipped, "state": ingested.state,
-                         "reason": ingested.reason, "live_al": ingested.live_al},
-                        status=status.HTTP_200_OK if retried else status.HTTP_201_CREATED)  # fmt: skip
+        return Response(IngestedOut(ingested).data, status=status.HTTP_200_OK if retried else status.HTTP_201_CREATED)
 
-    @extend_schema(responses=dict[str, Any])
+    @extend_schema(responses={200: shape(Timeline)})
     def get(self, request: Request, pk: int) -> Response:
         deployment = selectors.deployment_for(user=request.user, pk=pk)
         days = _days(request.query_params.get("days"))
         certified = selectors.certified_for(deployment=deployment)
         points = selectors.timeline(deployment=deployment, certified=certified, since=timezone.now() - timedelta(days=days))
         positions = selectors.positions_now(deployment=deployment, certified=certified)
-        return Response({"deployment": DeploymentOut(deployment).data, "days": days, "windows": points, "positions": positions})
+        answer: Timeline = {"deployment": DeploymentOut(deployment).data, "days": days, "windows": points, "positions": positions}
+        return Response(answer)
 
 
 def _by_token(request: Request, pk: int) -> Deployment:
@@ -215,7 +250,7 @@ def _by_token(request: Request, pk: int) -> Deployment:
     return found
 
 
-def _snapshot(data: dict[str, Any]) -> live.Snapshot:
+def _snapshot(data: SnapshotFields) -> live.Snapshot:
     return live.Snapshot(data["read_at"], data["drafts"], data["draft_tokens"], data["accepted"], tuple(data["per_position"]),
                          data["requests"], data.get("started_at"), data.get("engine_version") or None, data.get("k"))  # fmt: skip
 

@@ -6,7 +6,7 @@ Another user's deployment is a 404 on every page. The ingest token is shown once
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TypedDict
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -21,7 +21,7 @@ from kernel.spec import Plan
 from registry import charts
 from registry.accounts.selectors import submission_quota
 from registry.deployments import selectors, services
-from registry.models import Deployment, Pair, Workload
+from registry.models import CertificationRun, Deployment, Pair, Workload
 from registry.params import whole_number, whole_number_or_none
 from registry.states import RunState
 
@@ -97,7 +97,7 @@ def _detail(request: HttpRequest, deployment: Deployment, token: str | None, ref
     certified = selectors.certified_for(deployment=deployment)
     no_band = certified is not None and certified.band is None
     points = selectors.timeline(deployment=deployment, certified=certified, since=timezone.now() - timedelta(days=days))
-    context: dict[str, Any] = {
+    context = {
         "deployment": deployment,
         "certified": certified,
         "points": points,
@@ -117,7 +117,14 @@ def _detail(request: HttpRequest, deployment: Deployment, token: str | None, ref
     return render(request, "registry/deployment.html", context, status=422 if refused else 200)
 
 
-def _recertify_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any]:
+class _Recertify(TypedDict):
+    pending: CertificationRun | None
+    hardware: str
+    owner: bool
+    quota: dict[str, int | str]
+
+
+def _recertify_context(request: HttpRequest, deployment: Deployment) -> _Recertify:
     """What the no-band notice shows: the run already on its way, else the button and the quota it counts against."""
     held = selectors.certified_run(deployment=deployment)
     return {

@@ -26,6 +26,7 @@ from kernel import qualification as q
 from kernel import result
 from kernel.errors import ERRORS, InfraError, RunError
 from kernel.spec import RunSpec
+from kernel.traffic import StoredRequest
 from registry.celery import hardware_queues
 from registry.deployments.services import token_digest
 from registry.dispatch import task_send_on_commit
@@ -235,7 +236,7 @@ def worker_progress(*, worker: Worker, run_id: int, attempt: int, stage: str, pe
         raise FleetRefused(f"Run {run_id} is no longer held at attempt {attempt}: drop it and claim again.") from None
 
 
-def worker_workload(*, worker: Worker, run_id: int, attempt: int) -> tuple[str, list[dict[str, Any]]] | None:
+def worker_workload(*, worker: Worker, run_id: int, attempt: int) -> tuple[str, list[StoredRequest]] | None:
     """The held run's workload sample (its hash and requests), which the worker keeps only while it measures; None
     for a run on the public suite."""
     run = _held(worker, run_id, attempt)
@@ -247,9 +248,9 @@ def worker_workload(*, worker: Worker, run_id: int, attempt: int) -> tuple[str, 
     return workload.sha256, list(workload.sample)
 
 
-def _spec_as_claimed(run: CertificationRun) -> dict[str, Any]:
-    fields: dict[str, Any] = json.loads(json.dumps(run_spec(run=run).as_dict()))  # the document's JSON, tuples as lists
-    return fields
+def _spec_as_claimed(run: CertificationRun) -> object:
+    """The spec as a document's JSON holds it (tuples as lists), to compare with the one uploaded."""
+    return json.loads(json.dumps(run_spec(run=run).as_dict()))
 
 
 def _checked(worker: Worker, run: CertificationRun, document: Mapping[str, Any]) -> None:

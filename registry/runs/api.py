@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from django.db.models import QuerySet
 from django.urls import reverse
@@ -14,8 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
+from kernel.qualification import Record
 from registry.api import serializers as s
 from registry.api.serializers import ID_LENGTH
+from registry.api.shapes import shape
 from registry.api.throttles import SubmissionQuota
 from registry.models import (
     CertificationRun,
@@ -24,13 +26,19 @@ from registry.models import (
     Submission,
 )
 from registry.params import WholeNumberField, echo
-from registry.runs.engines import engine_qualifications, qualification_by_digest
+from registry.runs.engines import (
+    ControlSummary,
+    control_summary,
+    engine_qualifications,
+    qualification_by_digest,
+    record_of,
+)
 from registry.runs.services import run_cancel, run_create
 from registry.runs.submissions import SubmissionQuotaExceeded, submission_create
 from registry.validation import validate_repo_id, validate_revision
 
 
-class ControlOut(serializers.Serializer[dict[str, Any]]):
+class ControlOut(serializers.Serializer[ControlSummary]):
     name = serializers.CharField()
     method = serializers.CharField(allow_null=True)
     draft = serializers.CharField(allow_null=True)
@@ -48,18 +56,24 @@ class EngineQualificationOut(serializers.ModelSerializer[EngineQualification]):
                   "record"]  # fmt: skip
 
     @extend_schema_field(ControlOut(many=True))
-    def get_controls(self, row: EngineQualification) -> list[dict[str, Any]]:
-        return [
-            {key: control.get(key) for key in ("name", "method", "draft", "outcome", "summary")}
-            for control in row.document["controls"]
-        ]
+    def get_controls(self, row: EngineQualification) -> list[ControlSummary]:
+        return [control_summary(control) for control in record_of(row)["controls"]]
 
     def get_record(self, row: EngineQualification) -> str:
         """The whole record, with every test's statistic, p-value and power."""
         return reverse("api-engine", args=[row.digest])
 
 
-class SubmissionIn(serializers.Serializer[dict[str, Any]]):
+class SubmissionFields(TypedDict):
+    repo_id: str
+    revision: str
+    verifier_repo_id: str
+    verifier_revision: str
+    method: NotRequired[str]
+    num_speculative_tokens: NotRequired[int]
+
+
+class SubmissionIn(serializers.Serializer[SubmissionFields]):
     repo_id = serializers.CharField(max_length=ID_LENGTH, validators=[validate_repo_id])
     revision = serializers.CharField(default="main", max_length=ID_LENGTH, validators=[validate_revision])
     verifier_repo_id = serializers.CharField(
@@ -105,7 +119,7 @@ class EngineList(APIView):
 class EngineDetail(APIView):
     """One qualification record, whole: every control's tests with their statistics, p-values and power."""
 
-    @extend_schema(responses=dict[str, Any])
+    @extend_schema(responses={200: shape(Record)})
     def get(self, request: Request, digest: str) -> Response:
         row = qualification_by_digest(digest=digest)
         if row is None:
@@ -148,7 +162,7 @@ class SubmissionCreate(APIView):
     def post(self, request: Request) -> Response:
         given = SubmissionIn(data=request.data)
         given.is_valid(raise_exception=True)
-        data = given.validated_data
+        data: SubmissionFields = given.validated_data
         try:
             submission = submission_create(
                 user=request.user,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict, cast
 
+from kernel.qualification import Control, Probe, Record
 from registry.models import EngineQualification, Worker
 
 
@@ -26,17 +27,36 @@ def engine_qualifications() -> list[EngineQualification]:
     return list(newest.values())
 
 
+def record_of(row: EngineQualification) -> Record:
+    """The row's record: stored only after kernel.qualification read it whole and matched its digest."""
+    return cast(Record, row.document)
+
+
 def qualification_by_digest(*, digest: str) -> EngineQualification | None:
     return EngineQualification.objects.filter(digest=digest).first()
 
 
-class ControlRow(TypedDict):
+class ControlSummary(TypedDict):
+    """A control as the engines page and API list it; the record holds its tests."""
+
     name: str
     method: str | None
     draft: str | None
     outcome: str
     summary: str
-    tests: list[dict[str, Any]]  # one per mode and probe: p-value, samples, and the TV it detects
+
+
+class ProbeRow(Probe):
+    mode: str  # the sampling mode the probe ran in
+
+
+class ControlRow(ControlSummary):
+    tests: list[ProbeRow]  # one per mode and probe: p-value, samples, and the TV it detects
+
+
+def control_summary(control: Control) -> ControlSummary:
+    return {"name": control["name"], "method": control["method"], "draft": control["draft"], "outcome": control["outcome"],
+            "summary": control["summary"]}  # fmt: skip
 
 
 class BuildPage(TypedDict):
@@ -49,13 +69,12 @@ def engines_page() -> list[BuildPage]:
     """Return each qualified build with its controls' tests flattened for a table, and what they mean for pairs."""
     pages: list[BuildPage] = []
     for row in engine_qualifications():
-        controls = row.document["controls"]
+        controls = record_of(row)["controls"]
         rows: list[ControlRow] = [
-            {**{k: c.get(k) for k in ("name", "method", "draft", "outcome", "summary")},  # type: ignore[typeddict-item]
-             "tests": [{"mode": m["mode"], **p} for m in c["sampling"] for p in m["probes"]]}
+            {**control_summary(c), "tests": [{"mode": m["mode"], **p} for m in c["sampling"] for p in m["probes"]]}
             for c in controls
-        ]  # fmt: skip
+        ]
         failing = {c["method"] for c in controls if c["outcome"] == "fail"}
-        every = sorted(m for m in {c["method"] for c in controls} if m) if None in failing else sorted(failing - {None})
+        every = sorted(m for m in {c["method"] for c in controls} if m) if None in failing else sorted(m for m in failing if m)
         pages.append({"qualification": row, "controls": rows, "not_judgeable": every})
     return pages

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -208,7 +208,12 @@ def run_progress(*, run_id: int, attempt: int, stage: str, percent: int) -> None
         CertificationRun.objects.filter(pk=run_id).update(**fields)
 
 
-def _stage_timing(run: CertificationRun, stage: str) -> dict[str, Any]:
+class _StageTiming(TypedDict, total=False):
+    stage_started_at: datetime
+    stage_seconds: dict[str, float]  # by stage: the seconds each finished stage took
+
+
+def _stage_timing(run: CertificationRun, stage: str) -> _StageTiming:
     """When the stage changes, the seconds the one before took, and when this one began."""
     if stage == run.stage and run.stage_started_at:
         return {}

@@ -15,6 +15,7 @@ from registry.certificates.publishing import certificate_hub_pr_refused, certifi
 from registry.models import Certificate, DeliveryState, EmailNotice, Submission, WebhookDelivery, WebhookEvent
 from registry.notifications.services import emails_send_due, pair_event_notify, webhook_endpoint_create
 from tests.services import free_port
+from tests.support.events import EXPIRED, REGRESSED
 from tests.support.factories import PairFactory
 from tests.support.runs import finish_run
 
@@ -43,7 +44,7 @@ def test_a_broker_error_in_one_commit_hook_leaves_the_others_to_run_with_a_refus
 
     monkeypatch.setattr(dispatch, "task_send", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
-        pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-1", data={})
+        pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-1", data=REGRESSED)
     # The webhook's dispatch failed, and the email after it was still sent; the delivery waits for the sweep.
     assert [m.to for m in mail.outbox] == [["author@example.org"]]
     assert WebhookDelivery.objects.get().state == DeliveryState.PENDING
@@ -56,7 +57,7 @@ def test_an_email_the_relay_refused_is_kept_and_sent_by_the_sweep(owned, setting
     settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2  # nothing listens
     webhook_endpoint_create(owner=owner, url="https://hooks.invalid/spechub", events=[])
     with django_capture_on_commit_callbacks(execute=True):
-        pair_event_notify(pair=pair, event=WebhookEvent.EXPIRED, subject="certificate-1", data={})
+        pair_event_notify(pair=pair, event=WebhookEvent.EXPIRED, subject="certificate-1", data=EXPIRED)
     notice = EmailNotice.objects.get()
     assert notice.state == DeliveryState.PENDING and "ConnectionRefusedError" in notice.last_error
     assert notice.next_attempt_at is not None and notice.next_attempt_at > timezone.now()

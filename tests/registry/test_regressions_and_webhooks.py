@@ -16,6 +16,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from registry.models import DeliveryState, Regression, Submission, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from registry.notifications import signing as webhooks
 from registry.notifications.services import pair_event_notify, webhook_deliver, webhook_endpoint_create, webhooks_deliver_due
+from tests.support.events import CERTIFIED, EXPIRED, REGRESSED
 from tests.support.factories import HubModelFactory, PairFactory
 from tests.support.receiver import webhook_receiver
 from tests.support.runs import finish_run
@@ -143,7 +144,7 @@ def test_a_failed_delivery_is_retried_with_growing_backoff_until_it_lands(db, ow
     with webhook_receiver(statuses=[500, 503]) as receiver:
         webhook_endpoint_create(owner=owner, url=receiver.url, events=["pair.certified"])
         pair = owned_pair(owner)
-        (delivery,) = pair_event_notify(pair=pair, event=WebhookEvent.CERTIFIED, subject="run-1", data={})
+        (delivery,) = pair_event_notify(pair=pair, event=WebhookEvent.CERTIFIED, subject="run-1", data=CERTIFIED)
         now = timezone.now()
         assert webhook_deliver(delivery_id=delivery.pk, now=now) == "pending"
         later = next_attempt(delivery)
@@ -165,7 +166,7 @@ def test_a_delivery_gives_up_after_its_attempts(db, owner, settings):
     settings.SPECHUB_WEBHOOK_MAX_ATTEMPTS = 2
     with webhook_receiver(statuses=[500, 500, 500]) as receiver:
         webhook_endpoint_create(owner=owner, url=receiver.url, events=[])
-        (delivery,) = pair_event_notify(pair=owned_pair(owner), event=WebhookEvent.EXPIRED, subject="c-1", data={})
+        (delivery,) = pair_event_notify(pair=owned_pair(owner), event=WebhookEvent.EXPIRED, subject="c-1", data=EXPIRED)
         webhook_deliver(delivery_id=delivery.pk)
         delivery.refresh_from_db()
         webhook_deliver(delivery_id=delivery.pk, now=delivery.next_attempt_at)
@@ -177,8 +178,8 @@ def test_a_delivery_gives_up_after_its_attempts(db, owner, settings):
 def test_the_same_event_about_the_same_subject_is_delivered_once(db, owner):
     webhook_endpoint_create(owner=owner, url="http://127.0.0.1:9/unused", events=[])
     pair = owned_pair(owner)
-    assert len(pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-7", data={})) == 1
-    assert pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-7", data={}) == []
+    assert len(pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-7", data=REGRESSED)) == 1
+    assert pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-7", data=REGRESSED) == []
     assert WebhookDelivery.objects.count() == 1
 
 
@@ -187,8 +188,8 @@ def test_endpoints_receive_only_the_events_they_chose_and_only_for_their_own_pai
     webhook_endpoint_create(owner=owner, url="http://127.0.0.1:9/a", events=["pair.certified"])
     webhook_endpoint_create(owner=stranger, url="http://127.0.0.1:9/b", events=[])
     pair = owned_pair(owner)
-    assert pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-1", data={}) == []
-    assert len(pair_event_notify(pair=pair, event=WebhookEvent.CERTIFIED, subject="run-1", data={})) == 1
+    assert pair_event_notify(pair=pair, event=WebhookEvent.REGRESSED, subject="run-1", data=REGRESSED) == []
+    assert len(pair_event_notify(pair=pair, event=WebhookEvent.CERTIFIED, subject="run-1", data=CERTIFIED)) == 1
 
 
 def test_the_webhook_api_registers_an_endpoint_and_shows_its_secret_once(db, owner, client):
