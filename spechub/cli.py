@@ -28,6 +28,7 @@ from typing import Any
 
 from spechub import keyring, watch
 from spechub.client import Client, SpecHubError
+from spechub.shapes import Property, Run, Verdict
 
 LEVELS = {"failed": 0, "provisional": 1, "certified": 2}
 BELOW_REQUIRED = 3
@@ -135,48 +136,59 @@ def submit(client: Client, args: argparse.Namespace) -> int:
           + (f"; run {submission['run']}, pair {submission['pair']}" if submission.get("run") else ""))  # fmt: skip
     if submission["status"] == "refused":
         return INVALID
-    if not args.wait or not submission.get("run"):
+    queued = submission["run"]
+    if not args.wait or not queued:
         return 0
-    run = follow(client, int(submission["run"]))
+    run = follow(client, queued)
     if args.out and run["state"] == "finished":
-        certificate = client.pair(int(run["pair"])).get("certificate")
+        certificate = client.pair(run["pair"]).get("certificate")
         if certificate and certificate["run"] == run["id"]:
-            args.out.write_bytes(client.certificate_file(int(certificate["id"])))
+            args.out.write_bytes(client.certificate_file(certificate["id"]))
             print(f"certificate {certificate['digest'][:12]} -> {args.out}")
     return judged(run, args.require)
 
 
-def follow(client: Client, run_id: int) -> dict[str, Any]:
+def follow(client: Client, run_id: int) -> Run:
     """Poll the run with a progress bar (tqdm) until it ends; return its final state."""
     from tqdm import tqdm
 
     with tqdm(total=100, desc=f"run {run_id}", unit="%", file=sys.stderr, bar_format="{desc} {bar} {n:.0f}%{postfix}") as bar:
 
-        def show(run: dict[str, Any]) -> None:
+        def show(run: Run) -> None:
             bar.n = run.get("progress") or 0
             bar.set_postfix_str(f"{run['state']} · {run.get('stage') or ''}")
 
         return client.wait(run_id, on_progress=show)
 
 
-def judged(run: dict[str, Any], require: str) -> int:
+def judged(run: Run, require: str) -> int:
     """Print the run's end and each property's verdict; the exit status follows the verdict against `require`."""
     if run["state"] != "finished":
         print(f"run {run['id']} ended {run['state']}: {run.get('error_code')}: {run.get('error_message')}")
         return INVALID if run["state"] == "failed_user" else 2
-    verdict = run.get("verdict") or {}
-    print(f"run {run['id']}: {verdict.get('verdict')}")
-    for name, judgement in (verdict.get("properties") or {}).items():
+    verdict = run["verdict"]
+    label = verdict["verdict"] if verdict else None
+    print(f"run {run['id']}: {label}")
+    for name, judgement in _judgements(verdict).items():
         print(f"  {name:<10} {judgement['outcome']:<24} {judgement['reason']}")
-    meets = LEVELS.get(str(verdict.get("verdict")), -1) >= LEVELS[require]
+    meets = LEVELS.get(str(label), -1) >= LEVELS[require]
     if not meets:
         print(f"below the required level: {require}", file=sys.stderr)
     return 0 if meets else BELOW_REQUIRED
 
 
+def _judgements(verdict: Verdict | None) -> dict[str, Property]:
+    """Each property's judgement by name; none for a run judged before per-property verdicts."""
+    found = verdict["properties"] if verdict else None
+    if not found:
+        return {}
+    return {"acceptance": found["acceptance"], "greedy": found["greedy"], "sampling": found["sampling"],
+            "speed": found["speed"]}  # fmt: skip
+
+
 def runs(client: Client, args: argparse.Namespace) -> int:
     for run in client.runs():
-        verdict = (run.get("verdict") or {}).get("verdict") or ""
+        verdict = run["verdict"]["verdict"] if run["verdict"] else ""
         print(f"{run['id']:>6}  pair {run['pair']:>5}  {run['state']:<12} {run.get('stage') or '':<12} {verdict}")
     return 0
 
@@ -266,7 +278,7 @@ def compare(client: Client, args: argparse.Namespace) -> int:
         print(f"queued runs {', '.join(str(run['id']) for run in queued)}")
         if args.wait:
             for run in queued:
-                follow(client, int(run["id"]))
+                follow(client, run["id"])
     report = client.workload_report(args.workload, concurrency=args.concurrency)
     for row in report["candidates"]:
         at, al = row["at_concurrency"], (row["acceptance"] or {}).get("mean_acceptance_length")

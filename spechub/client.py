@@ -26,15 +26,31 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast, get_origin
 from urllib.parse import urljoin, urlsplit
 
 import httpx
+
+from spechub.shapes import (
+    GateReport,
+    Ingested,
+    PairDetail,
+    PublicKey,
+    Recommendations,
+    Run,
+    RunPage,
+    Settings,
+    Snapshot,
+    Submission,
+    Workload,
+    WorkloadReport,
+)
 
 FINAL_STATES = frozenset({"finished", "failed_user", "failed_infra", "cancelled"})
 CONFIG = Path("~/.config/spechub/config.toml")
 _SET_URL = "--url, SPECHUB_URL or the config file's url"
 _T = TypeVar("_T")
+_Shape = TypeVar("_Shape")
 
 
 class SpecHubError(Exception):
@@ -50,7 +66,7 @@ def config_file() -> Path:
     return Path(os.environ.get("SPECHUB_CONFIG") or CONFIG).expanduser()
 
 
-def config() -> dict[str, Any]:
+def config() -> Settings:
     """The config file's settings ({} when there is none); refused when others may change it or read a token in it."""
     path = config_file()
     if not path.is_file():
@@ -65,7 +81,25 @@ def config() -> dict[str, Any]:
         raise SpecHubError(0, "client:config-invalid", f"{path}: {exc}") from None
     if stored.get("token") and mode & 0o044:
         raise SpecHubError(0, "client:config-unsafe", f"{path} holds your token and others may read it: chmod 600 {path}")
-    return stored
+    return _settings(stored, path)
+
+
+def _settings(stored: dict[str, object], path: Path) -> Settings:
+    """The file's url and token; any other key is not the client's."""
+    settings: Settings = {}
+    if (url := _string(stored, "url", path)) is not None:
+        settings["url"] = url
+    if (token := _string(stored, "token", path)) is not None:
+        settings["token"] = token
+    return settings
+
+
+def _string(stored: dict[str, object], key: str, path: Path) -> str | None:
+    """`key`'s value, refused unless a string: url = 8000 names no server, and token = 12 would be sent as a token."""
+    value = stored.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise SpecHubError(0, "client:config-invalid", f'{path}: {key} must be a quoted string ({key} = "..."), not {value!r}')
 
 
 def normalised(url: str) -> str:
@@ -115,11 +149,11 @@ class Client:
         found = url or configured
         if not found:
             raise SpecHubError(0, "client:no-server", f"Name a SpecHub server: --url, SPECHUB_URL, or `url` in {config_file()}.")
-        plain_http_check(str(found), allow_http=allow_http or os.environ.get("SPECHUB_ALLOW_HTTP") == "1")
+        plain_http_check(found, allow_http=allow_http or os.environ.get("SPECHUB_ALLOW_HTTP") == "1")
         secret = token or os.environ.get("SPECHUB_TOKEN") or stored.get("token")
-        if not token and configured and normalised(str(found)) != normalised(str(configured)):
+        if not token and configured and normalised(found) != normalised(configured):
             secret = None  # the stored token is the configured server's, never another's
-        return cls(normalised(str(found)), secret)
+        return cls(normalised(found), secret)
 
     def _request(self, method: str, path: str, *, auth: bool = False, **options: Any) -> httpx.Response:
         headers = {"Authorization": f"Token {self.token}"} if auth and self.token else {}
@@ -132,7 +166,7 @@ class Client:
             raise _redirected(answer, self.base_url) if 300 <= answer.status_code < 400 else _refusal(answer)
         return answer
 
-    def _json(self, method: str, path: str, *, auth: bool = False, **options: Any) -> Any:
+    def _json(self, method: str, path: str, *, auth: bool = False, **options: Any) -> object:
         """The answer's JSON; SpecHubError when a 2xx is not JSON (a proxy's page, or not SpecHub at this URL)."""
         answer = self._request(method, path, auth=auth, **options)
         try:
@@ -140,61 +174,66 @@ class Client:
         except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
             raise _not_json(answer, self.base_url) from None
 
-    def _object(self, method: str, path: str, *, auth: bool = False, **options: Any) -> dict[str, Any]:
-        return _shaped(self._json(method, path, auth=auth, **options), dict, f"{method} {path}")
-
-    def _list(self, method: str, path: str, *, auth: bool = False, **options: Any) -> list[Any]:
-        return _shaped(self._json(method, path, auth=auth, **options), list, f"{method} {path}")
+    def _answer(self, shape: type[_Shape], method: str, path: str, *, auth: bool = False, **options: Any) -> _Shape:
+        """The answer read as `shape`, a TypedDict of spechub.shapes or a list of one; SpecHubError when it is not
+        even the JSON object or list that `shape` is."""
+        kind = get_origin(shape) or dict  # list for list[Run]; a TypedDict is a dict
+        found = _shaped(self._json(method, path, auth=auth, **options), kind, f"{method} {path}")
+        # The one place JSON becomes a typed answer. The shapes mirror the server's OpenAPI schema, and
+        # tests/test_client_shapes.py fails when the server renames a key they name; checking every key here
+        # again, on every answer, would be a second copy of that schema.
+        return cast(_Shape, found)
 
     def compatibility(self, *, verifier: str, draft: str | None = None, method: str | None = None, k: int | None = None,
-                      verifier_revision: str = "main", draft_revision: str = "main") -> dict[str, Any]:  # fmt: skip
+                      verifier_revision: str = "main", draft_revision: str = "main") -> GateReport:  # fmt: skip
         """The gate's verdict on a pair, creating nothing."""
         body = {"verifier": verifier, "verifier_revision": verifier_revision, "draft": draft or "",
                 "draft_revision": draft_revision, "method": method, "num_speculative_tokens": k}  # fmt: skip
-        return self._object("POST", "/api/v1/compatibility/", json={k: v for k, v in body.items() if v is not None})
+        return self._answer(GateReport, "POST", "/api/v1/compatibility/", json={k: v for k, v in body.items() if v is not None})
 
     def submit(self, *, draft: str, verifier: str = "", revision: str = "main", verifier_revision: str = "main",
-               method: str | None = None, k: int | None = None) -> dict[str, Any]:  # fmt: skip
+               method: str | None = None, k: int | None = None) -> Submission:  # fmt: skip
         """Submit a draft (signed in): the gate's verdict, and the queued run's id in `run`."""
         body = {"repo_id": draft, "revision": revision, "verifier_repo_id": verifier,
                 "verifier_revision": verifier_revision, "method": method, "num_speculative_tokens": k}  # fmt: skip
-        return self._object("POST", "/api/v1/submissions/", auth=True, json={k: v for k, v in body.items() if v is not None})
+        given = {k: v for k, v in body.items() if v is not None}
+        return self._answer(Submission, "POST", "/api/v1/submissions/", auth=True, json=given)
 
-    def run(self, run_id: int) -> dict[str, Any]:
-        return self._object("GET", f"/api/v1/runs/{run_id}/", auth=True)
+    def run(self, run_id: int) -> Run:
+        return self._answer(Run, "GET", f"/api/v1/runs/{run_id}/", auth=True)
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[Run]:
         """The newest page of runs."""
-        page = self._object("GET", "/api/v1/runs/", auth=True)
-        return _shaped(page.get("results"), list, "GET /api/v1/runs/ results")
+        page = self._answer(RunPage, "GET", "/api/v1/runs/", auth=True)
+        results: list[Run] = _shaped(page.get("results"), list, "GET /api/v1/runs/ results")
+        return results
 
-    def pair(self, pair_id: int) -> dict[str, Any]:
-        return self._object("GET", f"/api/v1/pairs/{pair_id}/")
+    def pair(self, pair_id: int) -> PairDetail:
+        return self._answer(PairDetail, "GET", f"/api/v1/pairs/{pair_id}/")
 
-    def recommend(self, *, verifier: str, concurrency: int = 1, hardware: str = "cpu", workload: str = "") -> dict[str, Any]:
+    def recommend(self, *, verifier: str, concurrency: int = 1, hardware: str = "cpu", workload: str = "") -> Recommendations:
         params = {"verifier": verifier, "concurrency": concurrency, "hardware": hardware, "workload": workload}
-        return self._object("GET", "/api/v1/recommendations/", params=params)
+        return self._answer(Recommendations, "GET", "/api/v1/recommendations/", params=params)
 
-    def workload_upload(self, path: Path, *, verifier: str, name: str = "") -> dict[str, Any]:
+    def workload_upload(self, path: Path, *, verifier: str, name: str = "") -> Workload:
         """Upload your own traffic for a verifier (streamed as multipart); the same requests again return the first upload."""
         with path.open("rb") as stream:
             files = {"file": (path.name, stream, "application/octet-stream")}
-            return self._object("POST", "/api/v1/workloads/", auth=True, data={"verifier": verifier, "name": name}, files=files)
+            fields = {"verifier": verifier, "name": name}
+            return self._answer(Workload, "POST", "/api/v1/workloads/", auth=True, data=fields, files=files)
 
-    def workload_certify(
-        self, workload_id: int, *, drafts: list[int] | str = "all", hardware: str = "cpu"
-    ) -> list[dict[str, Any]]:
+    def workload_certify(self, workload_id: int, *, drafts: list[int] | str = "all", hardware: str = "cpu") -> list[Run]:
         """Certify drafts (pair ids, or "all" gate-compatible ones) on your workload, privately; return the queued runs."""
         path = f"/api/v1/workloads/{workload_id}/runs/"
-        return self._list("POST", path, auth=True, json={"drafts": drafts, "hardware": hardware})
+        return self._answer(list[Run], "POST", path, auth=True, json={"drafts": drafts, "hardware": hardware})
 
-    def workload_report(self, workload_id: int, *, concurrency: int = 1) -> dict[str, Any]:
+    def workload_report(self, workload_id: int, *, concurrency: int = 1) -> WorkloadReport:
         path = f"/api/v1/workloads/{workload_id}/report/"
-        return self._object("GET", path, auth=True, params={"concurrency": concurrency})
+        return self._answer(WorkloadReport, "GET", path, auth=True, params={"concurrency": concurrency})
 
     def public_key(self) -> dict[str, str]:
         """The server's certificate key (PEM) and the issuer its certificates name; anonymous."""
-        found = self._object("GET", "/api/v1/certificates/public-key/")
+        found = self._answer(PublicKey, "GET", "/api/v1/certificates/public-key/")
         pem = _shaped(found.get("public_key_pem"), str, "the public key's public_key_pem")
         return {"public_key_pem": pem, "issuer": str(found.get("issuer") or "")}
 
@@ -202,15 +241,15 @@ class Client:
         """The signed certificate file, byte for byte as issued."""
         return self._request("GET", f"/api/v1/certificates/{certificate_id}/download/", auth=True).content
 
-    def push_observations(self, deployment: int, snapshots: list[dict[str, Any]], *, ingest_token: str) -> dict[str, Any]:
+    def push_observations(self, deployment: int, snapshots: list[Snapshot], *, ingest_token: str) -> Ingested:
         """Push a deployment's counter snapshots (`spechub watch`) with its write-only ingest token, as a Bearer token;
         the API token never goes with it."""
         headers = {"Authorization": f"Bearer {ingest_token}"}
         path = f"/api/v1/deployments/{deployment}/observations/"
-        return self._object("POST", path, json={"snapshots": snapshots}, headers=headers)
+        return self._answer(Ingested, "POST", path, json={"snapshots": snapshots}, headers=headers)
 
-    def wait(self, run_id: int, *, on_progress: Callable[[dict[str, Any]], None] | None = None, poll: float = 2.0,
-             timeout: float = 3 * 3600) -> dict[str, Any]:  # fmt: skip
+    def wait(self, run_id: int, *, on_progress: Callable[[Run], None] | None = None, poll: float = 2.0,
+             timeout: float = 3 * 3600) -> Run:  # fmt: skip
         """Poll a run until it reaches a final state; call `on_progress` with each answer. Return the final run."""
         deadline = time.monotonic() + timeout
         while True:

@@ -21,15 +21,16 @@ import sys
 import threading
 import time
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from spechub import shapes
 from spechub.client import Client, SpecHubError
 
 if TYPE_CHECKING:  # prometheus_client is imported when a text is parsed, not by every spechub command
@@ -73,6 +74,12 @@ class Snapshot:
     started_at: float | None
     engine_version: str | None
     k: int | None
+
+    def as_dict(self) -> shapes.Snapshot:
+        """Return the snapshot as the observations endpoint reads it."""
+        return {"read_at": self.read_at, "drafts": self.drafts, "draft_tokens": self.draft_tokens, "accepted": self.accepted,
+                "per_position": self.per_position, "requests": self.requests, "started_at": self.started_at,
+                "engine_version": self.engine_version, "k": self.k}  # fmt: skip
 
 
 def snapshot(text: str, *, read_at: float, engine_version: str | None, source: str) -> Snapshot:
@@ -247,9 +254,9 @@ def saved(path: Path) -> Snapshot:
     return snapshot(data.decode("utf-8", errors="replace"), read_at=read_at, engine_version=None, source=str(path))
 
 
-def push(client: Client, deployment: int, token: str, shot: Snapshot) -> dict[str, Any]:
+def push(client: Client, deployment: int, token: str, shot: Snapshot) -> shapes.Ingested:
     """Push one snapshot and print what SpecHub made of it; SpecHubError when it refused."""
-    answer = client.push_observations(deployment, [asdict(shot)], ingest_token=token)
+    answer = client.push_observations(deployment, [shot.as_dict()], ingest_token=token)
     counts = (f"{shot.drafts} drafts, {shot.accepted}/{shot.draft_tokens} draft tokens accepted, "
               f"{shot.requests} requests")  # fmt: skip
     print(f"{_when(shot.read_at)}  deployment {deployment}: {counts} → {answer.get('state')}: {answer.get('reason')}", flush=True)
