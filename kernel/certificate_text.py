@@ -10,7 +10,7 @@ import json
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import cast
 
 from kernel.certificates import Verified
 from kernel.result import BestKRow, Throughput, best_k_of
@@ -26,7 +26,7 @@ def describe(verified: Verified, now: datetime) -> tuple[str, bool]:
     implementation, may leave sections out or shape them otherwise. Each section is read on its own: one that is
     there is printed, one that is not says "not measured" (a result) or "not stated" (anything else), and one of
     another shape says so; nothing here raises. An expiry that cannot be read counts as expired."""
-    payload: dict[str, Any] = _object(verified.payload)
+    payload: dict[str, object] = _object(verified.payload)
     expiry = _instant(payload.get("expires_at"))
     expired = expiry is None or expiry <= (now if now.tzinfo else now.replace(tzinfo=UTC))
     lines = [
@@ -47,8 +47,8 @@ def _expiry(stated: object, expiry: datetime | None, expired: bool) -> str:
     return f"{'EXPIRED' if expired else 'expires'} {_shown(stated)}"
 
 
-def _object(value: object) -> dict[str, Any]:
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+def _object(value: object) -> dict[str, object]:
+    return cast(dict[str, object], value) if isinstance(value, dict) else {}
 
 
 def _instant(value: object) -> datetime | None:
@@ -83,7 +83,7 @@ def _kind(value: object) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-def _headline(payload: dict[str, Any]) -> str:
+def _headline(payload: dict[str, object]) -> str:
     inputs = _object(payload.get("inputs"))
     draft = _pinned(inputs["draft"]) if inputs.get("draft") else _shown(inputs.get("method"))
     return (f"  {_shown(payload.get('verdict'))}: {draft} → {_pinned(inputs.get('verifier'))}"
@@ -106,7 +106,7 @@ def _pinned(value: object) -> str:
     return f"{_shown(found.get('repo_id'))}@{_shown(found.get('sha'))}" if found else _shown(value)
 
 
-def _properties(payload: dict[str, Any]) -> list[str]:
+def _properties(payload: dict[str, object]) -> list[str]:
     """Each property's judgement; certificates from before per-property verdicts have none."""
     found = payload.get("properties")
     if not isinstance(found, dict):
@@ -138,18 +138,18 @@ def _results(results: object) -> list[str]:
     ]
 
 
-def _section(name: str, value: object, read: Callable[[dict[str, Any]], str]) -> str:
+def _section(name: str, value: object, read: Callable[[dict[str, object]], str]) -> str:
     if not isinstance(value, dict):
         return f"  {name}: {NOT_MEASURED if value is None else _unreadable(value)}"
     return f"  {name}: {read(value) or NOT_MEASURED}"
 
 
-def _acceptance(found: dict[str, Any]) -> str:
+def _acceptance(found: dict[str, object]) -> str:
     return (f"mean acceptance length {_figure(found.get('mean_acceptance_length'))}, "
             f"acceptance rate {_figure(found.get('acceptance_rate'))}")  # fmt: skip
 
 
-def _equivalence(found: dict[str, Any]) -> str:
+def _equivalence(found: dict[str, object]) -> str:
     """Greedy (and reference) exact match per workload, and the sampling tests' lowest p; "" when none was run."""
     parts = [
         f"{name} exact match {_per_workload(found[name])}" for name in ("greedy", "reference") if found.get(name) is not None
@@ -169,7 +169,7 @@ def _per_workload(value: object) -> str:
     return ", ".join(f"{_shown(name)} {_figure(_object(figures).get('exact_match'), 3)}" for name, figures in value.items())
 
 
-def _speedups(found: dict[str, Any]) -> str:
+def _speedups(found: dict[str, object]) -> str:
     """Each concurrency level's speedup with its interval, lowest level first."""
     levels = found.get("levels")
     if not isinstance(levels, dict):
@@ -182,7 +182,7 @@ def _level_order(level: str) -> tuple[bool, int, str]:
     return (not level.isdecimal(), int(level) if level.isdecimal() and len(level) < 10 else 0, level)
 
 
-def _speedup(level: dict[str, Any]) -> str:
+def _speedup(level: dict[str, object]) -> str:
     interval = level.get("speedup_interval")
     bounds = f" [{_figure(interval[0])}, {_figure(interval[1])}]" if isinstance(interval, list) and len(interval) == 2 else ""
     return f"{_figure(level.get('speedup'), unit='x')}{bounds}"

@@ -149,7 +149,7 @@ def payload_of(data: bytes) -> Payload:
     return cast(Payload, _json_object(_unb64(envelope.get("payload"), "the payload")))
 
 
-def _json_object(data: bytes) -> dict[str, Any]:
+def _json_object(data: bytes) -> dict[str, object]:
     try:
         found = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError) as exc:
@@ -161,7 +161,7 @@ def _json_object(data: bytes) -> dict[str, Any]:
     return found
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     """A JSON object whose keys are unique: with a key twice, readers disagree on which value was signed."""
     found = dict(pairs)
     if len(found) != len(pairs):
@@ -170,7 +170,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def _verify_dsse(data: bytes, envelope: dict[str, Any], public_key: Ed25519PublicKey) -> Verified:
+def _verify_dsse(data: bytes, envelope: dict[str, object], public_key: Ed25519PublicKey) -> Verified:
     signatures = envelope.get("signatures")
     if set(envelope) != _DSSE_KEYS or envelope["payloadType"] != PAYLOAD_TYPE:
         raise CertificateInvalid(f"Not a SpecHub certificate: expected a DSSE envelope of type {PAYLOAD_TYPE!r}.")
@@ -213,18 +213,32 @@ def _verify_legacy(data: bytes, public_key: Ed25519PublicKey) -> Verified:
         public_key.verify(bytes.fromhex(signature["value"]), canonical(envelope["certificate"]))
     except InvalidSignature:
         raise CertificateInvalid("The signature does not match the content: the certificate was changed after signing.") from None
-    payload = cast(Payload, envelope["certificate"])
+    payload = envelope["certificate"]
     return Verified(payload, signature["key_id"], signature["value"], digest(payload))
 
 
-def _parse(data: bytes) -> dict[str, Any]:
+class _LegacySignature(TypedDict):
+    algorithm: str
+    key_id: str
+    value: str  # 128 lowercase hex digits
+
+
+class _Legacy(TypedDict):
+    """The envelope before DSSE, once _parse has checked it."""
+
+    certificate: Payload
+    signature: _LegacySignature
+
+
+def _parse(data: bytes) -> _Legacy:
     envelope = _json_object(data)
     if set(envelope) != _ENVELOPE_KEYS:
         raise CertificateInvalid("Not a certificate: expected exactly the keys 'certificate' and 'signature'.")
     signature, payload = envelope["signature"], envelope["certificate"]
     if not isinstance(signature, dict) or set(signature) != _SIGNATURE_KEYS or not isinstance(payload, dict):
         raise CertificateInvalid("Malformed certificate: 'signature' must hold algorithm, key_id and value.")
-    if signature["algorithm"] != ALGORITHM or not _HEX_SIGNATURE.fullmatch(str(signature["value"])):
+    value = signature["value"]  # text: 128 decimal digits as a number print as the pattern too
+    if signature["algorithm"] != ALGORITHM or not isinstance(value, str) or not _HEX_SIGNATURE.fullmatch(value):
         raise CertificateInvalid("Malformed signature: expected an ed25519 signature as 128 lowercase hex digits.")
     if payload.get("format") != FORMAT:
         raise CertificateInvalid(f"Unknown certificate format {payload.get('format')!r}; this verifier reads {FORMAT!r}.")
@@ -232,7 +246,7 @@ def _parse(data: bytes) -> dict[str, Any]:
         raise CertificateInvalid(
             "The file is not in canonical form (it was reformatted or edited): verify the file exactly as issued."
         )
-    return envelope
+    return cast(_Legacy, envelope)  # its keys and the signature's value checked above; key_id is checked against the key
 
 
 def _32_bytes(text: str, what: str) -> bytes:

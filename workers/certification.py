@@ -18,6 +18,7 @@ from typing import cast
 from kernel import result
 from kernel.builds import engine_build, installed_versions
 from kernel.errors import UserError
+from kernel.formats import ReportDict
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.verdict import judge_document
@@ -57,7 +58,7 @@ def fetch(bench: Workbench, report: Tick) -> dict[str, str | None]:
     return {"verifier": spec.verifier.sha, "draft": spec.draft.sha if spec.draft else None}
 
 
-def gate(bench: Workbench, report: Tick) -> dict[str, object]:
+def gate(bench: Workbench, report: Tick) -> ReportDict:
     """Judge the downloaded snapshots; the engine is configured from the gate's own recipe."""
     spec = bench.spec
     draft = _snapshot_repo(bench.paths["draft"], spec.draft.repo_id, spec.draft.sha) if spec.draft else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel.formats.findings import Finding, Severity
-from kernel.formats.gate import Report, judge
+from kernel.formats.gate import Report, ReportDict, judge
 from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, tokenizer_hash
 from kernel.formats.parse import DraftFormat, describe_draft, describe_verifier
 from kernel.formats.recipe import Conditions, Recipe, serve_arguments, serve_line, serving_recipe, speculative_config
@@ -16,6 +16,7 @@ __all__ = [
     "Recipe",
     "RepoMetadata",
     "Report",
+    "ReportDict",
     "Severity",
     "TensorData",
     "describe_draft",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from kernel.formats.findings import Finding, FindingDict, Severity
 from kernel.formats.inputs import GateInput
@@ -46,13 +46,9 @@ class Report:
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == Severity.ERROR]
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the stored form, built as a ReportDict.
-
-        Returned as a plain dict while registry.catalog.gate and workers.certification hold the report as
-        dict[str, object], which no TypedDict is assignable to.
-        """
-        report: ReportDict = {
+    def as_dict(self) -> ReportDict:
+        """Return the stored form."""
+        return {
             "compatible": self.compatible,
             "vllm_version": VLLM_VERSION,
             "method": self.method,
@@ -61,7 +57,6 @@ class Report:
             "format": self.format.as_dict(),
             "recipe": self.recipe.as_dict() if self.recipe else None,
         }
-        return dict(report)
 
 
 def context(gate_input: GateInput) -> Context:

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from kernel.formats import ReportDict
 from kernel.formats.vllm_support import MAX_SPECULATIVE_TOKENS, METHOD_CHOICES
 from registry.api.pagination import IdsFirstPagination
 from registry.api.renderers import CsvRenderer
@@ -163,7 +164,7 @@ class Compatibility(APIView):
     def get(self, request: Request) -> Response:
         return Response(compatibility_matrix())
 
-    @extend_schema(request=CompatibilityIn, responses=dict[str, Any])
+    @extend_schema(request=CompatibilityIn, responses={200: shape(ReportDict)})
     def post(self, request: Request) -> Response:
         given = CompatibilityIn(data=request.data)
         given.is_valid(raise_exception=True)

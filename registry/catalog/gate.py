@@ -8,7 +8,7 @@ import json
 from django.conf import settings
 from django.core.cache import cache
 
-from kernel.formats import Report
+from kernel.formats import Report, ReportDict
 from kernel.hub import HubClient
 from kernel.repos import HubRepo, RepoSource, gate_check
 from registry.models import Pair
@@ -30,7 +30,7 @@ def hub_client(*, token: str | bool = False) -> HubClient:
 
 def gate_report_cached(
     *, verifier: str, verifier_revision: str, draft: str | None, draft_revision: str, method: str | None, k: int | None
-) -> dict[str, object]:
+) -> ReportDict:
     """Return the gate's report on the repos at the commits their revisions name now.
 
     The report of a (repo, sha) pair never changes, so it is kept in the shared cache: a caller
@@ -41,7 +41,7 @@ def gate_report_cached(
     draft_sha = client.resolve(draft, draft_revision) if draft else None
     identity = json.dumps([verifier, verifier_sha, draft, draft_sha, method, k])
     key = f"gate-report:{hashlib.sha256(identity.encode()).hexdigest()}"
-    report: dict[str, object] | None = cache.get(key)
+    report: ReportDict | None = cache.get(key)
     if report is None:
         report = gate_check(
             verifier=HubRepo(client, verifier, verifier_sha),

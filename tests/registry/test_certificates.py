@@ -230,3 +230,13 @@ def test_a_signature_in_non_canonical_base64_is_refused_though_it_decodes_to_the
     envelope["signatures"][0]["sig"] = lenient
     with pytest.raises(certificates.CertificateInvalid, match="canonical base64"):
         certificates.verify(certificates.canonical(envelope) + b"\n", signing_key().public_key())
+
+
+def test_an_old_format_signature_written_as_a_number_of_hex_digits_is_refused_not_a_crash(certificate):
+    """A legacy signature's value must be text: 128 decimal digits read as a number pass the hex pattern once printed,
+    and used to reach bytes.fromhex (a TypeError) instead of a refusal that says what is wrong."""
+    envelope = json.loads(sign_legacy(certificates.payload_of(certificate.document.encode()), signing_key()))
+    envelope["signature"]["value"] = 10**127
+    forged = certificates.canonical(envelope) + b"\n"
+    with pytest.raises(certificates.CertificateInvalid, match="128 lowercase hex digits"):
+        certificates.verify(forged, signing_key().public_key())
