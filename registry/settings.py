@@ -174,6 +174,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # The events deliveries carry, described as OpenAPI 3.1 webhooks (registry/notifications/payloads.py).
     "OAS_VERSION": "3.1.0",
+    # The default hook, then 3.1's nulls where a type hint or DRF's pagination wrote 3.0's (registry/api/shapes.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "registry.api.shapes.nulls_as_3_1"],
     "WEBHOOKS": [
         "registry.notifications.payloads.CERTIFIED",
         "registry.notifications.payloads.REGRESSED",

@@ -4,7 +4,7 @@ certificate and a regression. A shape one domain alone returns is in that domain
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
@@ -42,7 +42,7 @@ class WorkloadResultOut(serializers.ModelSerializer[WorkloadResult]):
             "equivalence",
         ]
 
-    def get_acceptance(self, row: WorkloadResult) -> dict[str, Any] | None:
+    def get_acceptance(self, row: WorkloadResult) -> dict[str, object] | None:
         """AL with its 95 % interval over prompts where there were 8 or more, and the share of drafts accepted through
         each position, cumulative (positions 1 to i all accepted), as `cumulative_per_position`."""
         return acceptance_out(row.acceptance)
@@ -72,13 +72,18 @@ class SpeedOut(serializers.Serializer[result.SpeedAtLevel]):
     baseline_tokens_per_second = serializers.FloatField(allow_null=True)
     speculative_tokens_per_second = serializers.FloatField(allow_null=True)
     pairs = serializers.IntegerField(help_text="Paired baseline/speculative blocks the interval rests on (0: measured offline).")
+    stopping = serializers.CharField(
+        allow_null=True, help_text="Why the level stopped at that many pairs; null for an older run's fixed count."
+    )
+    dof = serializers.IntegerField(help_text="The interval's t degrees of freedom.")
 
 
 class PercentilesOut(serializers.Serializer[dict[str, float | None]]):
-    p50 = serializers.FloatField(allow_null=True)
-    p90 = serializers.FloatField(allow_null=True)
-    p95 = serializers.FloatField(allow_null=True)
-    p99 = serializers.FloatField(allow_null=True)
+    # A side an older run did not measure is {}: no percentile is required.
+    p50 = serializers.FloatField(allow_null=True, required=False)
+    p90 = serializers.FloatField(allow_null=True, required=False)
+    p95 = serializers.FloatField(allow_null=True, required=False)
+    p99 = serializers.FloatField(allow_null=True, required=False)
 
 
 class LatencyOut(serializers.Serializer[result.LatencyRow]):
@@ -118,6 +123,9 @@ class BestKOut(serializers.Serializer[result.BestKRow]):
     supports = serializers.CharField(help_text="What the measured interval supports.")
     pairs = serializers.IntegerField()
     recipe = serializers.CharField(allow_null=True, help_text="The `vllm serve` line at the best k, as measured.")
+    fitted_from_k = serializers.ListField(
+        child=serializers.IntegerField(), help_text="The two measured k's the draft's cost was fitted from; empty: from one."
+    )
 
 
 class SmokeFeatureOut(serializers.Serializer[result.SmokeFeature]):
@@ -128,6 +136,9 @@ class SmokeFeatureOut(serializers.Serializer[result.SmokeFeature]):
     detail = serializers.CharField()
     divergence = serializers.DictField(required=False, help_text="the first diverging request and token")
     error = serializers.CharField(required=False, help_text="the engine's own message")
+    refused_at_start = serializers.BooleanField(
+        required=False, help_text="the verifier alone exited at its start with it: the build's, kept for later runs"
+    )
 
 
 class SmokeOut(serializers.Serializer[result.Smoke]):
@@ -159,9 +170,19 @@ class QualificationCitedOut(serializers.Serializer[dict[str, str]]):
     dtype = serializers.CharField()
 
 
-class VerdictOut(serializers.Serializer[result.Verdict]):
-    verdict = serializers.CharField()
-    reasons = serializers.ListField(child=serializers.CharField())
+class CitedVerdict(TypedDict):
+    """What the API cites of a document's verdict; the thresholds, figures and environment are its own fields."""
+
+    verdict: str | None
+    reasons: list[str] | None
+    properties: result.Properties | None  # null for documents judged before per-property verdicts
+    qualification: dict[str, str] | None
+
+
+class VerdictOut(serializers.Serializer[CitedVerdict]):
+    # Null only where a stored verdict stage lacks them: the answer names what the document holds, as it holds it.
+    verdict = serializers.CharField(allow_null=True)
+    reasons = serializers.ListField(child=serializers.CharField(), allow_null=True)
     properties = PropertiesOut(allow_null=True)
     qualification = QualificationCitedOut(allow_null=True)
 
@@ -201,7 +222,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
         reported of its hardware and engine build)."""
         return measured_on(run)
 
-    def to_representation(self, instance: CertificationRun) -> dict[str, Any]:
+    def to_representation(self, instance: CertificationRun) -> dict[str, object]:
         # The four document fields below share one read of the run's document (selectors.run_figures).
         self._run_figures: RunFigures = run_figures(instance)
         return super().to_representation(instance)
@@ -234,7 +255,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
         return self._run_figures["smoke"]
 
     @extend_schema_field(serializers.DictField(allow_null=True))
-    def get_acceptance(self, run: CertificationRun) -> dict[str, Any] | None:
+    def get_acceptance(self, run: CertificationRun) -> dict[str, object] | None:
         """The whole suite's acceptance: AL with its interval over prompts, the cumulative per-position rates, AL read
         at each smaller k (by_k), by prompt length (by_length), and by temperature on the same prompts (by_temperature:
         greedy, then sampled at top_p 1, each per-position rate with Wilson's interval over drafting steps)."""
@@ -245,13 +266,13 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
         return self._run_figures["measurement"]
 
     @extend_schema_field(VerdictOut(allow_null=True))
-    def get_verdict(self, run: CertificationRun) -> dict[str, Any] | None:
+    def get_verdict(self, run: CertificationRun) -> CitedVerdict | None:
         """The label, its reasons, and each property judged with whose fault a failure is."""
         verdict = self._run_figures["verdict"]
         if verdict is None:
             return None
-        cited = ("verdict", "reasons", "properties", "qualification")
-        return {key: verdict.get(key) for key in cited}  # older documents have no properties: null
+        return {"verdict": verdict.get("verdict"), "reasons": verdict.get("reasons"), "properties": verdict.get("properties"),
+                "qualification": verdict.get("qualification")}  # fmt: skip
 
 
 class CertificateOut(serializers.ModelSerializer[Certificate]):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import TypedDict
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -76,12 +77,13 @@ class PairDetailOut(PairOut):
     class Meta(PairOut.Meta):
         fields = [*PairOut.Meta.fields, "compatibility", "format_metadata", "latest_run", "certificate", "regressions"]
 
-    def get_latest_run(self, pair: Pair) -> dict[str, Any] | None:
+    @extend_schema_field(RunOut(allow_null=True))
+    def get_latest_run(self, pair: Pair) -> Mapping[str, object] | None:
         run = pair.runs.public().order_by("-created_at", "-id").first()
         return RunOut(run).data if run else None
 
     @extend_schema_field(CertificateOut(allow_null=True))
-    def get_certificate(self, pair: Pair) -> dict[str, Any] | None:
+    def get_certificate(self, pair: Pair) -> Mapping[str, object] | None:
         certificate = pair.certificates.filter(run__workload__isnull=True).first()
         return CertificateOut(certificate).data if certificate else None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -25,7 +25,14 @@ from registry.models import (
 )
 
 
-class PublicKeyOut(serializers.Serializer[dict[str, Any]]):
+class PublicKeyAnswer(TypedDict):
+    algorithm: str
+    key_id: str
+    issuer: str
+    public_key_pem: str
+
+
+class PublicKeyOut(serializers.Serializer[PublicKeyAnswer]):
     algorithm = serializers.CharField()
     key_id = serializers.CharField()
     issuer = serializers.CharField(help_text="The `issuer` every certificate this key signs names (SPECHUB_PUBLIC_URL).")
@@ -38,8 +45,13 @@ class PublicKey(APIView):
     @extend_schema(responses=PublicKeyOut)
     def get(self, request: Request) -> Response:
         public = verifying_key()
-        body = {"algorithm": certificates.ALGORITHM, "key_id": certificates.key_id(public), "issuer": settings.SPECHUB_PUBLIC_URL}
-        return Response({**body, "public_key_pem": certificates.public_key_pem(public)})
+        answer: PublicKeyAnswer = {
+            "algorithm": certificates.ALGORITHM,
+            "key_id": certificates.key_id(public),
+            "issuer": settings.SPECHUB_PUBLIC_URL,
+            "public_key_pem": certificates.public_key_pem(public),
+        }
+        return Response(PublicKeyOut(answer).data)
 
 
 class CertificateDetail(generics.RetrieveAPIView[Certificate]):

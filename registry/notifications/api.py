@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.core.validators import URLValidator
 from drf_spectacular.utils import extend_schema
@@ -19,7 +19,12 @@ from registry.notifications.selectors import webhooks_of
 from registry.notifications.services import webhook_endpoint_create, webhook_endpoint_delete
 
 
-class WebhookIn(serializers.Serializer[dict[str, Any]]):
+class WebhookFields(TypedDict):
+    url: str
+    events: list[str]  # empty: every event
+
+
+class WebhookIn(serializers.Serializer[WebhookFields]):
     url = serializers.URLField(
         max_length=500, validators=[URLValidator(schemes=["http", "https"])], help_text="Where events are POSTed (http or https)."
     )
@@ -53,7 +58,8 @@ class Webhooks(APIView):
     def post(self, request: Request) -> Response:
         given = WebhookIn(data=request.data)
         given.is_valid(raise_exception=True)
-        endpoint = webhook_endpoint_create(owner=request.user, **given.validated_data)
+        fields: WebhookFields = given.validated_data
+        endpoint = webhook_endpoint_create(owner=request.user, **fields)
         return Response(WebhookCreatedOut(endpoint).data, status=status.HTTP_201_CREATED)
 
 

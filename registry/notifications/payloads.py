@@ -19,7 +19,7 @@ SIGNED = (
 
 
 # Each body's keys are written twice, as the TypedDict its producer fills and as the serializer the schema publishes;
-# tests/registry/test_outbound.py holds the two to the same keys.
+# tests/registry/api/test_shapes.py holds the two to the same keys.
 
 
 class Certified(TypedDict):

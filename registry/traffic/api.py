@@ -6,8 +6,9 @@ A workload is its owner's (and staff's): anyone else gets a 404 on every endpoin
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
+from django.core.files.uploadedfile import UploadedFile
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
@@ -96,7 +97,14 @@ class ReportJson(TypedDict):
     export: ExportCommand
 
 
-class WorkloadIn(serializers.Serializer[Any]):
+class WorkloadFields(TypedDict):
+    name: str
+    verifier: str
+    file: NotRequired[UploadedFile[bytes]]
+    content: NotRequired[str]
+
+
+class WorkloadIn(serializers.Serializer[WorkloadFields]):
     name = serializers.CharField(max_length=100, required=False, default="")
     verifier = serializers.CharField(max_length=200)
     file = serializers.FileField(required=False)
@@ -123,14 +131,14 @@ class WorkloadList(APIView):
     def post(self, request: Request) -> Response:
         given = WorkloadIn(data=request.data)
         given.is_valid(raise_exception=True)
-        data = given.validated_data
+        data: WorkloadFields = given.validated_data
         workload, created = workload_create(
             owner=request.user, name=data["name"], verifier_repo_id=data["verifier"], chunks=_chunks(data)
         )
         return Response(WorkloadOut(workload).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
-def _chunks(data: dict[str, Any]) -> Iterator[bytes]:
+def _chunks(data: WorkloadFields) -> Iterator[bytes]:
     if data.get("file") is not None:
         return iter(data["file"].chunks(CHUNK))
     if data.get("content"):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import jsonschema
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
@@ -14,6 +16,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from registry.models import CertificationRun, Pair, Submission
 from registry.runs.demo import demo_catalog_load
 from registry.states import RunState
+from tests.support.factories import PairFactory
 from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -167,6 +170,20 @@ def test_the_openapi_schema_validates_and_lists_the_endpoints():
         "/api/v1/compatibility/",
     ):
         assert path in schema["paths"], path
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/recommendations/?verifier=nobody/none", "/api/v1/pairs/", "/api/v1/compatibility/", "/api/v1/export/"]
+)
+def test_answers_with_nulls_validate_against_the_published_openapi_3_1_schema(db, path):
+    """3.1 validators ignore 3.0's `nullable`: a null the server sends (no best draft, no next page) must be allowed
+    the 3.1 way, or a client generated from the schema refuses the answer."""
+    PairFactory.create()  # never certified: its verdict, figures and run are nulls in every answer
+    schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert '"nullable"' not in json.dumps(schema)
+    answer = APIClient().get(path, HTTP_ACCEPT="application/json")
+    published = schema["paths"][path.split("?")[0]]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    jsonschema.Draft202012Validator({**published, "components": schema["components"]}).validate(answer.json())
 
 
 def test_the_docs_page_serves_its_assets_locally():
