@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from kernel.formats.fields import brief
 from kernel.formats.findings import Finding, error, info, warning
 from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, is_repo_id, tokenizer_hash
-from kernel.formats.parse import DraftFormat, VerifierFacts, brief
+from kernel.formats.parse import DraftFormat, VerifierFacts
 from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
     DRAFTLESS_METHODS,
