@@ -17,7 +17,7 @@ pass and it is faster; provisional otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, TypedDict, Unpack, cast
 
 from kernel import qualification as q
 from kernel import result, stats
@@ -58,7 +58,15 @@ def label(properties: result.Properties) -> str:
     return "certified" if all(p["outcome"] in GOOD for p in each(properties)) else "provisional"
 
 
-def _verdict(outcome: str, reason: str, fault: str | None = None, **evidence: Any) -> result.PropertyVerdict:
+class _Cited(TypedDict):
+    """The evidence every sampling verdict cites: the lowest p, the level it was held to, and the qualification."""
+
+    p_value: float
+    level: float
+    qualification: dict[str, str] | None
+
+
+def _verdict(outcome: str, reason: str, fault: str | None = None, **evidence: Unpack[result.Evidence]) -> result.PropertyVerdict:
     return {"outcome": outcome, "fault": fault, "reason": reason, "evidence": evidence}
 
 
@@ -73,7 +81,11 @@ def greedy(per_category: Mapping[str, Mapping[str, Any]], thresholds: Thresholds
     if not per_category:
         return _verdict("not-run", "greedy equivalence was not measured")
     exact = min(v.get("exact_match") or 0.0 for v in per_category.values())
-    divergences = [{"category": c, **d} for c, v in per_category.items() for d in v.get("divergences", [])]
+    divergences: list[result.DivergenceIn] = [
+        {"category": c, "prompt": d["prompt"], "token": d["token"]}
+        for c, v in per_category.items()
+        for d in v.get("divergences", [])
+    ]
     if exact < thresholds.greedy_exact_match:
         first = ", ".join(f"{d['category']} prompt {d['prompt']} at token {d['token']}" for d in divergences[:3])
         return _verdict("fail", f"greedy output differs from the verifier alone (the pair's fault): exact match "
@@ -89,7 +101,8 @@ def sampling(
         return _verdict("not-run", "the sampling test was not run")
     level = thresholds.sampling_alpha / len(tests)  # Bonferroni over the prefixes
     p_value = min(t.get("p_value", 1.0) for t in tests)
-    cited = {"p_value": p_value, "level": level, "qualification": q.reference(qualification) if qualification else None}
+    cited: _Cited = {"p_value": p_value, "level": level,
+                              "qualification": q.reference(qualification) if qualification else None}  # fmt: skip
     failing = q.failing_controls(qualification, method) if qualification else []
     if failing:
         control = failing[0]
@@ -109,7 +122,7 @@ def sampling(
 
 
 def _consistent(
-    tests: list[Mapping[str, Any]], p_value: float, level: float, thresholds: Thresholds, cited: dict[str, Any]
+    tests: list[Mapping[str, Any]], p_value: float, level: float, thresholds: Thresholds, cited: _Cited
 ) -> result.PropertyVerdict:
     """No rejection: a pass only when every test could reject, and could detect the stated deviation over its bins
     (within stats.POWER_SLACK)."""

@@ -21,12 +21,15 @@ import contextlib
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kernel import result
 from kernel.errors import InfraError
 from workers import metrics, timing
 from workers.serving import SIDES, Server
+
+if TYPE_CHECKING:  # imported where the client opens its sessions: aiohttp comes with the engine
+    import aiohttp
 
 T = TypeVar("T")
 
@@ -51,7 +54,7 @@ class Client:
         self.servers, self.model, self.output_tokens = servers, model, output_tokens
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.sessions: dict[str, Any] = {}
+        self.sessions: dict[str, aiohttp.ClientSession] = {}
 
     def __enter__(self) -> Client:
         self.thread.start()
@@ -68,7 +71,7 @@ class Client:
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
-    async def _open(self) -> dict[str, Any]:
+    async def _open(self) -> dict[str, aiohttp.ClientSession]:
         import aiohttp
 
         return {side: aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) for side in self.servers}

@@ -14,11 +14,11 @@ import os
 import pkgutil
 import platform
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import httpx
 
@@ -55,7 +55,7 @@ class Registry:
         self,
         method: str,
         path: str,
-        body: dict[str, Any] | None = None,
+        body: Mapping[str, object] | None = None,
         *,
         retry: bool = True,
         patience: float = 60.0,
@@ -101,9 +101,32 @@ def _message(answer: httpx.Response) -> str:
         return answer.text[:500]
 
 
-def evidence(engine: str) -> dict[str, Any]:
+class Device(TypedDict):
+    name: str
+    memory: int  # bytes
+
+
+class Evidence(TypedDict):
+    """What a worker tells the registry of its machine when it registers; the registry shows it, it judges nothing."""
+
+    platform: str
+    cpus: int | None
+    engine_build: str | None
+    devices: NotRequired[list[Device]]  # where torch sees CUDA devices
+
+
+class Credential(TypedDict):
+    """The file a worker keeps its credential in, with the registry and the build it registered."""
+
+    registry: str
+    credential: str
+    worker: int
+    engine_build: str
+
+
+def evidence(engine: str) -> Evidence:
     """What this machine is, as torch sees it (device names and memory), and the engine build's version."""
-    found: dict[str, Any] = {
+    found: Evidence = {
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "engine_build": installed_engine_build(engine),
@@ -141,7 +164,7 @@ def credential(registry: Registry, path: Path, token: str | None, name: str, eng
     return stored["credential"]
 
 
-def _keep(path: Path, stored: dict[str, Any]) -> None:
+def _keep(path: Path, stored: Credential) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".part")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

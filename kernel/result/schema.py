@@ -3,7 +3,7 @@ types are in acceptance_schema."""
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from kernel.result.acceptance_schema import Acceptance, Counts
 from kernel.spec import SpecFields
@@ -276,13 +276,31 @@ class Environment(TypedDict, total=False):
     speculative_config: dict[str, object] | None
 
 
+class DivergenceIn(Divergence):
+    category: str  # the workload the prompt is from
+
+
+class Evidence(TypedDict, total=False):
+    """What a property's judgement rests on; each property states its own (kernel/verdict.py)."""
+
+    exact_match: float  # greedy
+    divergences: list[DivergenceIn]  # greedy: each prompt's first divergence
+    p_value: float  # sampling: the lowest over the prefixes
+    level: float  # sampling: the per-prefix level after Bonferroni
+    qualification: dict[str, str] | None  # sampling: the engine qualification cited (kernel.qualification.reference)
+    control: str  # sampling: the failing engine control that makes it not judgeable
+    detectable_tv: float  # sampling: the TV its samples detect
+    speedup: float  # speed at c=1
+    interval: list[float]  # speed at c=1: its 95 % interval
+
+
 class PropertyVerdict(TypedDict):
     """One property's judgement: its outcome, whose fault a failure is (pair, engine, or None), and why."""
 
     outcome: str
     fault: str | None
     reason: str
-    evidence: dict[str, Any]
+    evidence: Evidence
 
 
 class Properties(TypedDict):

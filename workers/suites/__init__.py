@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from kernel.errors import UserError
 from kernel.traffic import (
@@ -48,6 +48,15 @@ __all__ = ["CATEGORIES", "KINDS", "Suite", "load_suite", "parse_suite", "tokeniz
 
 SUITES = Path(__file__).parent
 MAX_PROMPTS = 1000
+
+
+class SuiteDocument(TypedDict):
+    """A suite file as parse_suite reads it and workers/suites/build.py writes it."""
+
+    name: str
+    version: int
+    max_tokens: int
+    categories: dict[str, list[str]]  # by category: its prompts
 
 
 @dataclass(frozen=True)
@@ -139,7 +148,7 @@ def _by_category(requests: tuple[Request, ...]) -> dict[str, tuple[str, ...]]:
     return {kind: tuple(found[kind]) for kind in KINDS if kind in found}
 
 
-def parse_suite(document: Any) -> Suite:
+def parse_suite(document: object) -> Suite:
     """Validate a suite document; every refusal names the field at fault."""
     if not isinstance(document, dict):
         raise UserError("run:invalid-spec", "A workload suite must be a JSON object.")

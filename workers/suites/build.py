@@ -14,9 +14,8 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from typing import Any
 
-from workers.suites import CATEGORIES, SUITES
+from workers.suites import CATEGORIES, SUITES, SuiteDocument
 from zoo.corpus import documents
 
 SEED, PER_CATEGORY, MAX_TOKENS, VERSION = 424242, 4, 32, 2
@@ -48,7 +47,7 @@ def long_context(facts: int, seed: int) -> str:
     return f"Context: {' '.join(contexts)}\n{question}\nAnswer:"
 
 
-def build() -> dict[str, Any]:
+def build() -> SuiteDocument:
     suite: dict[str, list[str]] = defaultdict(list)
     for index, document in enumerate(documents(SEED, PER_CATEGORY * len(CATEGORIES))):
         category = CATEGORIES[index % len(CATEGORIES)]

@@ -175,9 +175,9 @@ def _summary(runs: list[CertificationRun]) -> list[str]:
     rows = [["pair", "AL", "speedup at c=1, 95 % interval", "greedy", "sampling", "verdict"]]
     for run in runs:
         verdict = result.verdict(run.result)
-        judged: dict[str, Any] = dict(verdict.get("properties") or {}) if verdict else {}
+        judged = verdict.get("properties") if verdict else None
         al = run.pair.mean_acceptance_length
-        equivalence = [judged[name]["outcome"] if name in judged else "-" for name in ("greedy", "sampling")]
+        equivalence = [judged["greedy"]["outcome"], judged["sampling"]["outcome"]] if judged else ["-", "-"]
         rows.append([str(run.pair), f"{al:.2f}" if al is not None else "-", _speed(run), *equivalence, _outcome(run)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["", *("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)]

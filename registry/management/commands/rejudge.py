@@ -22,6 +22,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         changed = runs_rejudge_all()
         for run in changed:
-            judged: dict[str, Any] = dict(result.verdict(run_document(run)) or {})
-            self.stdout.write(f"run {run.pk} ({run.pair}): now {judged.get('verdict')}; {'; '.join(judged.get('reasons', []))}")
+            judged = result.verdict(run_document(run))
+            said = f"{judged['verdict']}; {'; '.join(judged['reasons'])}" if judged else "no verdict"
+            self.stdout.write(f"run {run.pk} ({run.pair}): now {said}")
         self.stdout.write(f"{len(changed)} run{'s' if len(changed) != 1 else ''} judged differently under the current rules.")
