@@ -2,8 +2,7 @@
 
 Each TypedDict is an answer, or a part of one, as the server's OpenAPI schema publishes it: a component (RunOut is
 `Run`, SubmissionOut `Submission`) or a shape the answer declares inline. tests/test_client_shapes.py holds every key
-named here to that schema, or, for an answer the schema still calls just "an object" (the gate's verdict), to the
-answer the server's code writes; a field renamed on the server fails a test rather than a user's `spechub` command.
+named here to that schema: a field renamed on the server fails a test rather than a user's `spechub` command.
 
 Dates are ISO 8601 strings, as the JSON carries them. What the server keeps as a free-form document (a pair's gate
 report, a run's acceptance figures and schedule, evidence) stays `dict[str, object]`.
