@@ -251,4 +251,3 @@ def test_a_standard_webhooks_library_verifies_what_an_endpoint_made_before_them_
     legacy = "ab" * 32  # the hex secrets endpoints had before
     headers = webhooks.standard_headers(legacy, "msg_7", int(time.time()), b'{"event":"pair.certified"}')
     assert Webhook(webhooks.standard_secret(legacy)).verify(b'{"event":"pair.certified"}', headers) == {"event": "pair.certified"}
-
