@@ -14,6 +14,7 @@ schema version changes one place. `load` upgrades older documents as it reads th
 from __future__ import annotations
 
 from kernel.result.acceptance_schema import Acceptance, AtK, AtLength, AtTemperature, Counts
+from kernel.result.property_schema import Divergence, DivergenceIn, Evidence, Properties, PropertyVerdict
 from kernel.result.read import (
     acceptance,
     block_ratios,
@@ -81,18 +82,13 @@ from kernel.result.schema import (
     CertifiedResults,
     ChiSquare,
     ChoiceOfK,
-    Divergence,
-    DivergenceIn,
     Environment,
     Equivalence,
-    Evidence,
     Greedy,
     KSpeed,
     Level,
     MachineLoad,
     Power,
-    Properties,
-    PropertyVerdict,
     RatePoint,
     Rates,
     ResultDocument,

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from kernel.result.acceptance_schema import Acceptance
+from kernel.result.property_schema import Properties
 from kernel.result.schema import (
     CertifiedResults,
     Environment,
     Equivalence,
-    Properties,
     ResultDocument,
     ServedSchedule,
     Smoke,

@@ -1,11 +1,12 @@
 """The result document's types (TypedDicts), its version, and the labels a measured figure may carry. Acceptance's
-types are in acceptance_schema."""
+types are in acceptance_schema, the verdict's judged properties in property_schema."""
 
 from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
 from kernel.result.acceptance_schema import Acceptance, Counts
+from kernel.result.property_schema import Divergence, Properties
 from kernel.spec import SpecFields
 
 SCHEMA_VERSION = 3
@@ -19,11 +20,6 @@ PERCENTILES = (50, 90, 95, 99)
 
 
 STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throughput", "smoke", "verdict")
-
-
-class Divergence(TypedDict):
-    prompt: int
-    token: int
 
 
 class Greedy(TypedDict):
@@ -274,40 +270,6 @@ class Environment(TypedDict, total=False):
     seed: int
     workloads: Suite
     speculative_config: dict[str, object] | None
-
-
-class DivergenceIn(Divergence):
-    category: str  # the workload the prompt is from
-
-
-class Evidence(TypedDict, total=False):
-    """What a property's judgement rests on; each property states its own (kernel/verdict.py)."""
-
-    exact_match: float  # greedy
-    divergences: list[DivergenceIn]  # greedy: each prompt's first divergence
-    p_value: float  # sampling: the lowest over the prefixes
-    level: float  # sampling: the per-prefix level after Bonferroni
-    qualification: dict[str, str] | None  # sampling: the engine qualification cited (kernel.qualification.reference)
-    control: str  # sampling: the failing engine control that makes it not judgeable
-    detectable_tv: float  # sampling: the TV its samples detect
-    speedup: float  # speed at c=1
-    interval: list[float]  # speed at c=1: its 95 % interval
-
-
-class PropertyVerdict(TypedDict):
-    """One property's judgement: its outcome, whose fault a failure is (pair, engine, or None), and why."""
-
-    outcome: str
-    fault: str | None
-    reason: str
-    evidence: Evidence
-
-
-class Properties(TypedDict):
-    acceptance: PropertyVerdict
-    greedy: PropertyVerdict
-    sampling: PropertyVerdict
-    speed: PropertyVerdict
 
 
 class Verdict(TypedDict):

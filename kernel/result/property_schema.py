@@ -1,0 +1,46 @@
+"""The result document's judged properties: each with its outcome, whose fault a failure is, and its evidence."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class Divergence(TypedDict):
+    """Where a greedy output with speculation first differs from the verifier alone's."""
+
+    prompt: int
+    token: int
+
+
+class DivergenceIn(Divergence):
+    category: str  # the workload the prompt is from
+
+
+class Evidence(TypedDict, total=False):
+    """What a property's judgement rests on; each property states its own (kernel/verdict.py)."""
+
+    exact_match: float  # greedy
+    divergences: list[DivergenceIn]  # greedy: each prompt's first divergence
+    p_value: float  # sampling: the lowest over the prefixes
+    level: float  # sampling: the per-prefix level after Bonferroni
+    qualification: dict[str, str] | None  # sampling: the engine qualification cited (kernel.qualification.reference)
+    control: str  # sampling: the failing engine control that makes it not judgeable
+    detectable_tv: float  # sampling: the TV its samples detect
+    speedup: float  # speed at c=1
+    interval: list[float]  # speed at c=1: its 95 % interval
+
+
+class PropertyVerdict(TypedDict):
+    """One property's judgement: its outcome, whose fault a failure is (pair, engine, or None), and why."""
+
+    outcome: str
+    fault: str | None
+    reason: str
+    evidence: Evidence
+
+
+class Properties(TypedDict):
+    acceptance: PropertyVerdict
+    greedy: PropertyVerdict
+    sampling: PropertyVerdict
+    speed: PropertyVerdict
