@@ -136,7 +136,7 @@ def submit(client: Client, args: argparse.Namespace) -> int:
           + (f"; run {submission['run']}, pair {submission['pair']}" if submission.get("run") else ""))  # fmt: skip
     if submission["status"] == "refused":
         return INVALID
-    queued = submission["run"]
+    queued = submission.get("run")  # read as leniently as before: another server version may leave a key out
     if not args.wait or not queued:
         return 0
     run = follow(client, queued)
@@ -166,8 +166,8 @@ def judged(run: Run, require: str) -> int:
     if run["state"] != "finished":
         print(f"run {run['id']} ended {run['state']}: {run.get('error_code')}: {run.get('error_message')}")
         return INVALID if run["state"] == "failed_user" else 2
-    verdict = run["verdict"]
-    label = verdict["verdict"] if verdict else None
+    verdict = run.get("verdict")
+    label = verdict.get("verdict") if verdict else None
     print(f"run {run['id']}: {label}")
     for name, judgement in _judgements(verdict).items():
         print(f"  {name:<10} {judgement['outcome']:<24} {judgement['reason']}")
@@ -178,17 +178,14 @@ def judged(run: Run, require: str) -> int:
 
 
 def _judgements(verdict: Verdict | None) -> dict[str, Property]:
-    """Each property's judgement by name; none for a run judged before per-property verdicts."""
-    found = verdict["properties"] if verdict else None
-    if not found:
-        return {}
-    return {"acceptance": found["acceptance"], "greedy": found["greedy"], "sampling": found["sampling"],
-            "speed": found["speed"]}  # fmt: skip
+    """Each property's judgement by name, as the server lists them; none for a run judged before they existed."""
+    return (verdict.get("properties") if verdict else None) or {}
 
 
 def runs(client: Client, args: argparse.Namespace) -> int:
     for run in client.runs():
-        verdict = run["verdict"]["verdict"] if run["verdict"] else ""
+        found = run.get("verdict")
+        verdict = (found.get("verdict") if found else None) or ""
         print(f"{run['id']:>6}  pair {run['pair']:>5}  {run['state']:<12} {run.get('stage') or '':<12} {verdict}")
     return 0
 

@@ -40,13 +40,6 @@ class Property(TypedDict):
     evidence: dict[str, object]
 
 
-class Properties(TypedDict):
-    acceptance: Property
-    greedy: Property
-    sampling: Property
-    speed: Property
-
-
 class QualificationCited(TypedDict):
     digest: str
     engine: str
@@ -58,7 +51,8 @@ class QualificationCited(TypedDict):
 class Verdict(TypedDict):
     verdict: str  # certified, provisional or failed
     reasons: list[str]
-    properties: Properties | None  # None for runs judged before per-property verdicts
+    # By name: acceptance, greedy, sampling, speed (a newer server may add one); None for runs judged before them.
+    properties: dict[str, Property] | None
     qualification: QualificationCited | None
 
 

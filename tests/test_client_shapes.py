@@ -81,6 +81,13 @@ class Walk:
         elif get_origin(annotation) is list:
             for items in [branch["items"] for branch in self.branches(node) if "items" in branch]:
                 self.hint(get_args(annotation)[0], items, f"{where}[]")
+        elif get_origin(annotation) is dict:  # a mapping by name: each value the schema names is held to the shape
+            for branch in self.branches(node):
+                named = dict(branch.get("properties", {}))
+                if isinstance(branch.get("additionalProperties"), dict):
+                    named["*"] = branch["additionalProperties"]
+                for name, value in named.items():
+                    self.hint(get_args(annotation)[1], value, f"{where}.{name}")
 
     def shape(self, shape: object, node: Node, where: str) -> None:
         objects = [branch["properties"] for branch in self.branches(node) if "properties" in branch]

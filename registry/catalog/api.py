@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -88,13 +88,13 @@ class PairDetailOut(PairOut):
         return CertificateOut(certificate).data if certificate else None
 
 
-class CompatibilityQuery(TypedDict, total=False):
-    draft: str
+class CompatibilityQuery(TypedDict):
+    draft: NotRequired[str]
     draft_revision: str
     verifier: str
     verifier_revision: str
-    method: str
-    num_speculative_tokens: int
+    method: NotRequired[str]
+    num_speculative_tokens: NotRequired[int]
 
 
 class CompatibilityIn(serializers.Serializer[CompatibilityQuery]):

@@ -73,7 +73,7 @@ class ExportRow(TypedDict):
     draft: str
     draft_sha: str
     method: str
-    k: int | None
+    k: int
     compatible: bool | None
     run: int | None
     hardware: str | None

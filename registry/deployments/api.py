@@ -56,7 +56,15 @@ class DeploymentOut(serializers.ModelSerializer[Deployment]):
         return not deployment.token_hash
 
 
-class DeploymentIn(serializers.Serializer[Any]):
+class DeploymentFields(TypedDict):
+    name: str
+    pair: int
+    certificate: NotRequired[int | None]
+    workload: NotRequired[int | None]
+    temperature: float
+
+
+class DeploymentIn(serializers.Serializer[DeploymentFields]):
     name = serializers.CharField(max_length=100)
     pair = WholeNumberField(min_value=1, help_text="The pair the deployment serves.")
     certificate = WholeNumberField(
@@ -92,7 +100,11 @@ class SnapshotIn(serializers.Serializer[SnapshotFields]):
     k = WholeNumberField(required=False, allow_null=True, min_value=1, max_value=live.MAX_POSITIONS)
 
 
-class ObservationsIn(serializers.Serializer[Any]):
+class Pushed(TypedDict):
+    snapshots: list[SnapshotFields]
+
+
+class ObservationsIn(serializers.Serializer[Pushed]):
     snapshots = SnapshotIn(many=True, allow_empty=False)
 
 
@@ -124,7 +136,7 @@ class DeploymentList(APIView):
     def post(self, request: Request) -> Response:
         given = DeploymentIn(data=request.data)
         given.is_valid(raise_exception=True)
-        data = given.validated_data
+        data: DeploymentFields = given.validated_data
         deployment, token = services.deployment_create(
             owner=request.user, name=data["name"], pair=_pair(data["pair"]),
             certificate=_certificate(data.get("certificate")), workload=_workload(request, data.get("workload")),
@@ -215,7 +227,8 @@ class Observations(APIView):
         deployment = _by_token(request, pk)
         given = ObservationsIn(data=request.data)
         given.is_valid(raise_exception=True)
-        snapshots = [_snapshot(s) for s in given.validated_data["snapshots"]]
+        pushed: Pushed = given.validated_data
+        snapshots = [_snapshot(s) for s in pushed["snapshots"]]
         _within_push_limit(len(snapshots))
         try:
             ingested = services.observations_ingest(deployment=deployment, snapshots=snapshots)

@@ -135,7 +135,9 @@ class DriftData(serializers.Serializer[Drift]):
     to = serializers.CharField(help_text="within, below, collapse or mismatch (kernel/live.py)")
     reason = serializers.CharField()
     live_al = serializers.FloatField(allow_null=True, help_text="over the newest judgeable windows")
-    certified_band = serializers.ListField(child=serializers.FloatField(), help_text="the certified AL's 95 % interval")
+    certified_band = serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, help_text="the certified AL's 95 % interval; null where it gave none"
+    )
 
 
 DriftData._declared_fields["from"] = serializers.CharField(allow_null=True, help_text="the verdict before; null at first")

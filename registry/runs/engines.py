@@ -55,8 +55,9 @@ class ControlRow(ControlSummary):
 
 
 def control_summary(control: Control) -> ControlSummary:
-    return {"name": control["name"], "method": control["method"], "draft": control["draft"], "outcome": control["outcome"],
-            "summary": control["summary"]}  # fmt: skip
+    """Read leniently, as before records were typed: a key an older record lacks is null, not a server error."""
+    return {"name": control["name"], "method": control.get("method"), "draft": control.get("draft"),
+            "outcome": control["outcome"], "summary": control.get("summary", "")}  # fmt: skip
 
 
 class BuildPage(TypedDict):
@@ -75,6 +76,7 @@ def engines_page() -> list[BuildPage]:
             for c in controls
         ]
         failing = {c["method"] for c in controls if c["outcome"] == "fail"}
-        every = sorted(m for m in {c["method"] for c in controls} if m) if None in failing else sorted(m for m in failing if m)
+        methods = {c["method"] for c in controls}
+        every = sorted(m for m in methods if m) if None in failing else sorted(m for m in failing if m is not None)
         pages.append({"qualification": row, "controls": rows, "not_judgeable": every})
     return pages

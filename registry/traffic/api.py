@@ -6,7 +6,7 @@ A workload is its owner's (and staff's): anyone else gets a 404 on every endpoin
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from django.core.files.uploadedfile import UploadedFile
 from django.http import StreamingHttpResponse
@@ -111,7 +111,13 @@ class WorkloadIn(serializers.Serializer[WorkloadFields]):
     content = serializers.CharField(required=False, trim_whitespace=False, help_text="The file's text, for a JSON body.")
 
 
-class CertifyIn(serializers.Serializer[Any]):
+class CertifyFields(TypedDict):
+    drafts: object  # pair ids or "all", checked by _pairs against the workload's candidates
+    hardware: str
+    own_machines: bool
+
+
+class CertifyIn(serializers.Serializer[CertifyFields]):
     drafts = serializers.JSONField(help_text='Pair ids to certify on the workload, or "all" gate-compatible drafts.')
     hardware = serializers.CharField(default="cpu", max_length=32)
     own_machines = serializers.BooleanField(default=False, help_text="Measure on your own self-hosted workers only.")
@@ -167,8 +173,8 @@ class WorkloadCertify(APIView):
         workload = workload_for(user=request.user, pk=pk)
         given = CertifyIn(data=request.data)
         given.is_valid(raise_exception=True)
-        pairs = _pairs(workload, given.validated_data["drafts"])
-        data = given.validated_data
+        data: CertifyFields = given.validated_data
+        pairs = _pairs(workload, data["drafts"])
         runs = workload_certify(workload=workload, pairs=pairs, hardware=data["hardware"], requested_by=request.user,
                                 own_machines=data["own_machines"])  # fmt: skip
         return Response(RunOut(runs, many=True).data, status=status.HTTP_201_CREATED)
@@ -206,7 +212,8 @@ def _concurrency(given: str | None) -> int:
 
 
 def report_json(workload: Workload, report: Report) -> ReportJson:
-    recommendation, choice = report["recommendation"], report["recommendation"] and report["recommendation"]["choice"]
+    recommendation = report["recommendation"]
+    choice = recommendation["choice"] if recommendation else None
     return {
         "workload": WorkloadOut(workload).data,
         "concurrency": report["concurrency"],

@@ -41,7 +41,7 @@ class Candidate(TypedDict):
     serve: str | None  # the command measured on this traffic: its batch-size schedule where that was measured better
 
 
-class Recommended(TypedDict):
+class Choice(TypedDict):
     """The draft to serve on this traffic (None: serve the verifier alone, or nothing was measured) and why."""
 
     choice: Candidate | None
@@ -56,7 +56,7 @@ class Report(TypedDict):
     candidates: list[Candidate]  # the fastest at `concurrency` first
     going: list[CertificationRun]
     failed: list[CertificationRun]
-    recommendation: Recommended | None  # None when nothing ran
+    recommendation: Choice | None  # None when nothing ran
     concurrency: int
 
 
@@ -130,7 +130,7 @@ def at_concurrency(speed: list[result.SpeedAtLevel], concurrency: int) -> AtConc
             "dof": row["dof"]}  # fmt: skip
 
 
-def recommend(candidates: list[Candidate], concurrency: int) -> Recommended | None:
+def recommend(candidates: list[Candidate], concurrency: int) -> Choice | None:
     """The best draft for this traffic at `concurrency`, with the reason and the uncertainty; None when nothing ran.
 
     Only drafts whose outputs were not found to differ by their own fault are eligible. The best is picked by its

@@ -177,7 +177,8 @@ def _summary(runs: list[CertificationRun]) -> list[str]:
         verdict = result.verdict(run.result)
         judged = verdict.get("properties") if verdict else None
         al = run.pair.mean_acceptance_length
-        equivalence = [judged["greedy"]["outcome"], judged["sampling"]["outcome"]] if judged else ["-", "-"]
+        sides = (judged.get("greedy"), judged.get("sampling")) if judged else (None, None)
+        equivalence = [side["outcome"] if side else "-" for side in sides]
         rows.append([str(run.pair), f"{al:.2f}" if al is not None else "-", _speed(run), *equivalence, _outcome(run)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["", *("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)]

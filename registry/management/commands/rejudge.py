@@ -23,6 +23,6 @@ class Command(BaseCommand):
         changed = runs_rejudge_all()
         for run in changed:
             judged = result.verdict(run_document(run))
-            said = f"{judged['verdict']}; {'; '.join(judged['reasons'])}" if judged else "no verdict"
+            said = f"{judged.get('verdict')}; {'; '.join(judged.get('reasons', []))}" if judged else "no verdict"
             self.stdout.write(f"run {run.pk} ({run.pair}): now {said}")
         self.stdout.write(f"{len(changed)} run{'s' if len(changed) != 1 else ''} judged differently under the current rules.")
