@@ -7,8 +7,8 @@ from typing import TypedDict
 
 from kernel.formats.findings import Finding, FindingDict, Severity
 from kernel.formats.inputs import GateInput
-from kernel.formats.parse import NO_DRAFT, DraftFormat, describe_draft, describe_verifier
-from kernel.formats.recipe import Recipe, serving_recipe
+from kernel.formats.parse import NO_DRAFT, DraftFormat, FormatDict, describe_draft, describe_verifier
+from kernel.formats.recipe import Recipe, RecipeDict, serving_recipe
 from kernel.formats.rules import RULES, Context, Rule
 from kernel.formats.vllm_support import VLLM_VERSION
 
@@ -24,8 +24,8 @@ class ReportDict(TypedDict):
     method: str | None
     num_speculative_tokens: int
     findings: list[FindingDict]
-    format: dict[str, object]  # DraftFormat.as_dict()
-    recipe: dict[str, object] | None  # Recipe.as_dict()
+    format: FormatDict
+    recipe: RecipeDict | None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Required, TypedDict
+from typing import Required, TypedDict, TypeVar
 
 from kernel.formats.fields import Fields, Geometry, brief, read_geometry
 from kernel.formats.findings import Finding, error
@@ -41,6 +41,45 @@ class Described(Proposals, total=False):
     aux_layer_ids: tuple[int, ...] | None
 
 
+_Item = TypeVar("_Item")
+
+
+class GeometryDict(TypedDict):
+    model_type: str | None
+    hidden_size: int | None
+    num_layers: int | None
+    vocab_size: int | None
+    max_positions: int | None
+
+
+class BuiltFor(TypedDict):
+    """The verifier a draft says it was built for."""
+
+    name_or_path: object  # as the config states it, cut short (fields.brief)
+    architectures: list[str] | None
+
+
+class FormatDict(TypedDict):
+    """A DraftFormat as Pair.format_metadata and the gate's report hold it."""
+
+    kind: str
+    method: str | None
+    algorithm: str | None
+    variant: str | None
+    architectures: list[str] | None
+    geometry: GeometryDict
+    speculative_tokens: int | None
+    n_predict: int | None
+    proposal_types: list[str]
+    default_proposal: str | None
+    verifier: BuiltFor
+    draft_vocab_size: int | None
+    target_hidden_size: int | None
+    aux_layer_ids: list[int] | None
+    auto_map: bool
+    extra: dict[str, object]  # the fields no reader asked for, each cut short: the publisher's own
+
+
 @dataclass(frozen=True)
 class DraftFormat:
     """A draft described: which format, how vLLM serves it, and what it was built for.
@@ -70,14 +109,21 @@ class DraftFormat:
     extra: dict[str, object] = field(default_factory=dict)
     problems: tuple[Finding, ...] = ()
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> FormatDict:
+        shape = self.geometry
         return {
             "kind": self.kind,
             "method": self.method,
             "algorithm": self.algorithm,
             "variant": self.variant,
             "architectures": _listed(self.architectures),
-            "geometry": {k: v for k, v in vars(self.geometry).items() if k != "special_ids"},
+            "geometry": {
+                "model_type": shape.model_type,
+                "hidden_size": shape.hidden_size,
+                "num_layers": shape.num_layers,
+                "vocab_size": shape.vocab_size,
+                "max_positions": shape.max_positions,
+            },
             "speculative_tokens": self.speculative_tokens,
             "n_predict": self.n_predict,
             "proposal_types": list(self.proposal_types),
@@ -91,7 +137,7 @@ class DraftFormat:
         }
 
 
-def _listed(values: tuple[Any, ...] | None) -> list[Any] | None:
+def _listed(values: tuple[_Item, ...] | None) -> list[_Item] | None:
     return None if values is None else list(values)
 
 

@@ -10,10 +10,12 @@ the Hub repos where the worker names their pinned snapshots.
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import TypedDict
 
 from kernel.formats.parse import DraftFormat
 from kernel.formats.vllm_support import DRAFTLESS_METHODS, SPECULATORS_METHOD
@@ -42,14 +44,22 @@ def serve_line(arguments: list[str]) -> str:
     return "vllm serve " + shlex.join(arguments)
 
 
+class RecipeDict(TypedDict):
+    speculative_config: dict[str, object]  # vLLM's own config: its keys are the engine's
+    serve: str
+    serve_short: str | None
+
+
 @dataclass(frozen=True)
 class Recipe:
     speculative_config: dict[str, object]
     serve: str
     serve_short: str | None
 
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+    def as_dict(self) -> RecipeDict:
+        # A copy, nested values too (as dataclasses.asdict made): the caller stores it and may change it.
+        return {"speculative_config": copy.deepcopy(self.speculative_config), "serve": self.serve,
+                "serve_short": self.serve_short}  # fmt: skip
 
 
 def speculative_config(
