@@ -11,10 +11,11 @@ server leaves out. Leaves (str, int, Literal, ...) are drf-spectacular's.
 from __future__ import annotations
 
 import types
-from typing import Any, NotRequired, Required, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Annotated, Any, NotRequired, Required, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from drf_spectacular.plumbing import append_meta, build_array_type, build_object_type, get_doc, resolve_type_hint
 from drf_spectacular.types import PYTHON_TYPE_MAPPING, OpenApiTypes
+from rest_framework.serializers import BaseSerializer
 
 # A member typed `object` holds any JSON value (a stored document's section passed through as it is): the schema
 # says "any", as it does for `Any`. drf-spectacular's own table has no entry for `object`, and refuses it without one.
@@ -22,8 +23,11 @@ PYTHON_TYPE_MAPPING.setdefault(object, OpenApiTypes.ANY)  # type: ignore[arg-typ
 
 
 def shape(hint: object) -> dict[str, object]:
-    """The OpenAPI schema of a type hint: a TypedDict, or a list, mapping or union holding them."""
+    """The OpenAPI schema of a type hint: a TypedDict, or a list, mapping or union holding them. A member that holds a
+    serializer's output says so, `Annotated[dict[str, object], WorkloadOut]`, and the schema names that component."""
     origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated and isinstance(args[1], type) and issubclass(args[1], BaseSerializer):
+        return {"$ref": f"#/components/schemas/{args[1].__name__}"}  # drf-spectacular names a component by its class
     if is_typeddict(hint):
         return _typeddict(hint)
     if origin is list:

@@ -7,7 +7,7 @@ only the deployment's ingest token (`Authorization: Bearer shd_...`), which can 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.utils import timezone
@@ -117,7 +117,7 @@ class IngestedOut(serializers.Serializer[services.Ingested]):
 
 
 class Timeline(TypedDict):
-    deployment: dict[str, object]  # DeploymentOut's fields
+    deployment: Annotated[dict[str, object], DeploymentOut]
     days: int
     windows: list[selectors.Point]
     positions: list[selectors.PositionRow]

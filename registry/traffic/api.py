@@ -6,7 +6,7 @@ A workload is its owner's (and staff's): anyone else gets a 404 on every endpoin
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NotRequired, TypedDict
+from typing import Annotated, NotRequired, TypedDict
 
 from django.core.files.uploadedfile import UploadedFile
 from django.http import StreamingHttpResponse
@@ -87,7 +87,7 @@ class ExportCommand(TypedDict):
 
 
 class ReportJson(TypedDict):
-    workload: dict[str, object]  # WorkloadOut's fields
+    workload: Annotated[dict[str, object], WorkloadOut]
     concurrency: int
     hardware: str | None
     measured_levels: list[int]
