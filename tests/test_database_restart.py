@@ -61,7 +61,13 @@ class RestartablePostgres:
         pg_ctl(["-m", "fast", "-w", "stop"], pgdata=self.server.pgdata, user=self.server.system_user)
 
     def start(self) -> None:
-        self.server.ensure_postgres_running()
+        try:
+            self.server.ensure_postgres_running()
+        except subprocess.CalledProcessError as failed:
+            # pg_ctl said only "exit status 1" once, on a loaded machine: its log says why, and the test's failure with it.
+            log = Path(self.server.pgdata) / "log"
+            said = log.read_text()[-2000:] if log.exists() else "no log"
+            raise AssertionError(f"PostgreSQL did not start again: {said}") from failed
         socket = parse_qs(urlsplit(self.server.get_uri("postgres")).query)["host"][0]
         assert socket == self.socket, "the restarted server listens where clients connect"
 
