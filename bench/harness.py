@@ -292,11 +292,9 @@ def compare_units(name: str, bench: Workbench) -> None:
               flush=True)  # fmt: skip
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.harness")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--blocks", type=int, default=8)
-    args = parser.parse_args()
+@contextlib.contextmanager
+def prepared() -> Iterator[Workbench]:
+    """The toy certification's workbench, fetched and gated through a local Hub, as the throughput stage gets it."""
     with tempfile.TemporaryDirectory() as scratch, LocalHub() as hub:
         os.environ.update(HF_ENDPOINT=hub.endpoint, SPECHUB_HUB_CACHE=str(Path(scratch) / "hub"),
                           HF_HUB_DISABLE_PROGRESS_BARS="1", VLLM_CPU_KVCACHE_SPACE="1")  # fmt: skip
@@ -304,6 +302,15 @@ def main() -> int:
         bench = Workbench.for_spec(spec)
         certification.fetch(bench, lambda p: None)
         certification.gate(bench, lambda p: None)
+        yield bench
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.harness")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--blocks", type=int, default=8)
+    args = parser.parse_args()
+    with prepared() as bench:
         rows = []
         for name in args.variants.split(","):
             if name in UNITS:

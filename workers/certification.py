@@ -9,7 +9,6 @@ workers/speed.py).
 from __future__ import annotations
 
 import os
-import platform
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -22,7 +21,7 @@ from kernel.formats import ReportDict
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.verdict import judge_document
-from workers import audit, baselines, metrics, speed, two_tokens
+from workers import audit, baselines, host, metrics, speed, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, Sampling, SpecCounters
@@ -302,7 +301,10 @@ def environment(bench: Workbench) -> result.Environment:
         "versions": versions,
         "engine_build": engine_build(bench.spec.engine, versions),
         "hardware_class": bench.spec.hardware,
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": host.cpu_model(),
+        "cpu_extensions": host.vector_extensions(),
+        "cpu_capability": host.torch_capability(),
+        "model_runner": str(spec["manifest"].get("model_runner") or ""),
         "cpu_count": os.cpu_count(),
         "engine": spec["manifest"],
         "baseline_engine": base["manifest"],

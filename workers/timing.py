@@ -23,25 +23,25 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernel import result
 from kernel.errors import InfraError
-from workers import metrics
+from workers import engine_latency, metrics, serving
 from workers.serving import SIDES, Server
 
-# Every block starts on a quiet machine: 1.1 s after the last block ended, on either server.
-# vLLM's worker keeps polling its shared-memory queue for a second after its last step
-# (SpinCondition's busy_loop_s in vllm/distributed/device_communicators/shm_broadcast.py),
-# and on CPU both servers' workers are bound to the same core; a block started sooner
-# shares the machine with the tail of the one before. Measured here: with no pause the
-# baseline's c=1 tok/s swung 330-545; pausing only when switching servers, the second of
-# two back-to-back blocks on one server ran at a fraction of the first (c=16: 550 against
-# 1100 tok/s); with a pause before every block, 3382-3972 over 8 blocks.
-QUIET_BEFORE_BLOCK = 1.1
+# The other server is stopped (SIGSTOP) while a block runs, and continued after it (issue 51). On CPU both servers'
+# workers are bound to the same core, and the front ends and engine cores share the other; an idle server is not
+# idle there: vLLM's worker keeps polling its shared-memory queue for a second after its last step (SpinCondition's
+# busy_loop_s in vllm/distributed/device_communicators/shm_broadcast.py). Until issue 51 every block waited
+# QUIET_BEFORE_BLOCK for that poll to end; stopped, the other server takes no cycle at all, and no wait is needed.
+# Measured on the 2-core AMD EPYC host (docs/measuring.md, issue 51): the verifier alone's c=1 blocks spread 5.8 %
+# against 12-23 % with the pause, and a level took a third less time. What the servers compute is unchanged: a
+# user's server has its machine to itself, which is what stopping the other one gives it.
+QUIET_BEFORE_BLOCK = 1.1  # the pause where servers are not stopped (request quadruples, the prefill probe)
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,9 @@ class Block:
     itl: list[list[float]]
     e2e: list[float]
     client_busy: float = 0.0  # the client's own CPU seconds over the block's wall time: 1.0 is a whole core
+    # The engine's own latency histograms over the block (engine_latency.FAMILIES' keys): what it served, stamped by
+    # its core, however late the front end delivered the stream.
+    engine: Mapping[str, engine_latency.Histogram] = field(default_factory=dict)
 
     @property
     def tokens_per_second(self) -> float:
@@ -87,6 +90,7 @@ def run_block(
     )  # fmt: skip
     # The client prints its own summary table; its event loop gets a thread of its own, since the
     # caller may already run one (a test session with Playwright's does).
+    stamped = serving.served_histograms(server)
     before = time.process_time()  # every thread of this process: the client's event loop is one of them
     with contextlib.redirect_stdout(io.StringIO()), ThreadPoolExecutor(1) as loop:
         done: dict[str, Any] = loop.submit(asyncio.run, run).result()
@@ -95,7 +99,51 @@ def run_block(
     failed = [error for error in done["errors"] if error]
     if failed or done["completed"] != len(requests):
         raise InfraError("serve:request-failed", f"{server.name}: {len(failed)} of {len(requests)} failed: {failed[:1]}")
-    return Block(done["duration"], list(done["output_lens"]), done["ttfts"], done["itls"], done["latencies"], busy)
+    engine = _since(serving.served_histograms(server), stamped)
+    return Block(done["duration"], list(done["output_lens"]), done["ttfts"], done["itls"], done["latencies"], busy, engine)
+
+
+def run_unstreamed(server: Server, model: str, prompts: Sequence[list[int]], output_tokens: int, *, concurrency: int) -> Block:
+    """Send `prompts` unstreamed, at most `concurrency` at a time: one answer per request, so the front end and the
+    client do a request's work once, not a token's; its latencies are the engine's (Block.engine), none the client's."""
+    stamped = serving.served_histograms(server)
+    before = time.process_time()
+    with ThreadPoolExecutor(1) as loop:
+        seconds, answers = loop.submit(asyncio.run, _unstreamed(server, model, prompts, output_tokens, concurrency)).result()
+    busy = (time.process_time() - before) / seconds if seconds else 0.0
+    server.finished_at = time.monotonic()
+    engine = _since(serving.served_histograms(server), stamped)
+    return Block(seconds, [tokens for tokens, _ in answers], [], [], [e2e for _, e2e in answers], busy, engine)
+
+
+async def _unstreamed(
+    server: Server, model: str, prompts: Sequence[list[int]], output_tokens: int, concurrency: int
+) -> tuple[float, list[tuple[int, float]]]:
+    import aiohttp
+
+    gate = asyncio.Semaphore(concurrency)
+    timeout = aiohttp.ClientTimeout(total=600)
+
+    async def one(session: aiohttp.ClientSession, prompt: list[int]) -> tuple[int, float]:
+        body = {"model": model, "prompt": prompt, "max_tokens": output_tokens, "temperature": 0, "ignore_eos": True}
+        async with gate:
+            began = time.perf_counter()
+            async with session.post(f"{server.url}/v1/completions", json=body) as answer:
+                data = await answer.json(content_type=None)
+                if answer.status != 200:
+                    raise InfraError("serve:request-failed", f"{server.name}: HTTP {answer.status}: {str(data)[:300]}")
+            return int(data["usage"]["completion_tokens"]), time.perf_counter() - began
+
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        began = time.perf_counter()
+        answers = await asyncio.gather(*(one(session, prompt) for prompt in prompts))
+        return time.perf_counter() - began, list(answers)
+
+
+def _since(
+    now: Mapping[str, engine_latency.Histogram], then: Mapping[str, engine_latency.Histogram]
+) -> dict[str, engine_latency.Histogram]:
+    return {name: histogram - then.get(name, engine_latency.Histogram()) for name, histogram in now.items()}
 
 
 def poisson_arrivals(count: int, rate: float, seed: int) -> list[float]:
@@ -121,16 +169,27 @@ def paired_blocks(
     blocks: dict[str, list[Block]] | None = None, *, first: Callable[[int], bool] = baseline_first,
 ) -> dict[str, list[Block]]:  # fmt: skip
     """Run the numbered `pairs` of blocks, each pair's two in the order `first(pair)` draws (True: the baseline first),
-    onto `blocks`; `run(server, pair)` times one block.
-
-    A block starts only once both servers have been idle long enough to stop polling.
+    onto `blocks`; `run(server, pair)` times one block, with the other server stopped.
     """
     blocks = blocks or {side: [] for side in SIDES}
     for pair in pairs:
         for side in SIDES if first(pair) else tuple(reversed(SIDES)):
-            wait_quiet(servers)
-            blocks[side].append(run(servers[side], pair))
+            with alone(servers, servers[side]):
+                blocks[side].append(run(servers[side], pair))
     return blocks
+
+
+@contextlib.contextmanager
+def alone(servers: Mapping[str, Server], active: Server) -> Iterator[None]:
+    """Stop every server but `active` for the time of the block, and continue them after it, whatever happens."""
+    others = [server for server in servers.values() if server is not active]
+    try:
+        for server in others:
+            server.pause()
+        yield
+    finally:
+        for server in others:
+            server.resume()
 
 
 def wait_quiet(servers: Mapping[str, Server]) -> None:
@@ -168,7 +227,10 @@ def precise_level(
     paired_blocks(servers, range(PROBE_PAIRS, rule.first), run, blocks)
     ratios = [ratio(a, b) for a, b in zip(blocks["baseline"], blocks["speculative"], strict=True)]
     paired_blocks(servers, range(rule.first, rule.total(ratios)), run, blocks)
-    return level(blocks, ratio, rule), blocks
+    figures = level(blocks, ratio, rule)
+    if asked is not None and asked > 1 and (evidence := paced_by_the_machine(figures)):
+        figures["limited_by"] = evidence  # the interval stands as measured; it is kept out of verdicts
+    return figures, blocks
 
 
 def achieved(block: Block) -> float:
@@ -180,6 +242,35 @@ def machine_limited(blocks: Mapping[str, Sequence[Block]], asked: int) -> bool:
     busy = statistics.median(block.client_busy for side in SIDES for block in blocks[side])
     short = min(statistics.fmean(achieved(block) for block in blocks[side]) for side in SIDES) < ACHIEVED_SHARE * asked
     return busy >= CLIENT_SATURATED or short
+
+
+# Above c=1, the same prompts at the same concurrency from the same client: where the verifier alone's blocks spread
+# this many times as wide as the pair's, and more than SPREAD_FLOOR, what spreads them is not the engine but what the
+# verifier alone asks more of the machine: a stream message a token, where the pair sends one a step (issue 51: c=4
+# blocks at 466-1,075 tok/s beside the pair's 1,526-1,628). SPREAD_FLOOR keeps two quiet sides from reading uneven.
+SPREAD_RATIO = 3.0
+
+
+SPREAD_FLOOR = 0.08
+
+
+NAMES = {"baseline": "verifier alone", "speculative": "pair"}
+
+
+def paced_by_the_machine(figures: result.Level) -> str:
+    """The evidence, from a level's timed blocks, that the measuring machine set its pace; "" where none shows."""
+    sides = {"baseline": figures["baseline"], "speculative": figures["speculative"]}
+    spreads = {side: metrics.coefficient_of_variation(rates["tokens_per_second_runs"]) or 0.0 for side, rates in sides.items()}
+    wide, narrow = sorted(SIDES, key=spreads.__getitem__, reverse=True)
+    if spreads[wide] > SPREAD_FLOOR and spreads[wide] > SPREAD_RATIO * spreads[narrow]:
+        return (f"the {NAMES[wide]}'s blocks spread {spreads[wide]:.0%} (CV), "
+                f"{spreads[wide] / max(spreads[narrow], 1e-9):.1f}x the {NAMES[narrow]}'s {spreads[narrow]:.0%}: the same "
+                "prompts and client, so the measuring machine, not the engine, spread them")  # fmt: skip
+    late = [NAMES[side] for side, rates in sides.items() if "e2e" in rates.get("delayed", [])]
+    if late:
+        return (f"the client saw the {' and '.join(late)} requests end later than the engine finished them "
+                "(end-to-end beyond the tolerance of vLLM's own histogram): the front end paced them")  # fmt: skip
+    return ""
 
 
 def rates(blocks: Sequence[Block]) -> result.Rates:
@@ -194,12 +285,32 @@ def rates(blocks: Sequence[Block]) -> result.Rates:
         if tokens > 1
     ]
     runs = [block.tokens_per_second for block in blocks]
-    return {
+    figures: result.Rates = {
         "tokens_per_second": statistics.fmean(runs),
         "tokens_per_second_runs": runs,
         "requests_per_second": statistics.fmean(block.requests_per_second for block in blocks),
         "latency_ms": {name: _percentiles(values) for name, values in zip(result.LATENCIES, (ttft, tpot, itl, e2e), strict=True)},
     }
+    engine = engine_percentiles(blocks)
+    if engine:
+        figures["engine_latency_ms"] = engine
+        figures["delayed"] = delayed(figures["latency_ms"], engine)
+    return figures
+
+
+def engine_percentiles(blocks: Sequence[Block]) -> dict[str, dict[str, float | None]]:
+    """The engine's own percentiles (ms) over `blocks`, from vLLM's histogram deltas; empty where a server had none."""
+    summed: dict[str, engine_latency.Histogram] = {}
+    for block in blocks:
+        for name, histogram in block.engine.items():
+            summed[name] = summed.get(name, engine_latency.Histogram()) + histogram
+    return {name: engine_latency.percentiles_ms(h, result.PERCENTILES) for name, h in summed.items() if h.count}
+
+
+def delayed(client: Mapping[str, Mapping[str, float | None]], engine: Mapping[str, Mapping[str, float | None]]) -> list[str]:
+    """The latencies whose client figures differ from the engine's beyond the tolerance: the measuring machine's."""
+    return [name for name in result.LATENCIES
+            if name in client and name in engine and not engine_latency.agrees(name, client[name], engine[name])]  # fmt: skip
 
 
 def _percentiles(seconds: Sequence[float]) -> dict[str, float | None]:

@@ -5,7 +5,7 @@ claimed in sequence."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from kernel.result.read import acceptance, engine_build, served_schedule, speedups, throughput, verdict
 from kernel.result.schema import (
@@ -41,6 +41,7 @@ class SpeedAtLevel(TypedDict):
     pairs: int  # the paired blocks the interval rests on (0: measured offline, version 2)
     stopping: str | None  # why the level stopped at that many (None: an older run's fixed count)
     dof: int  # the interval's t degrees of freedom: Stein's first stage less one, else the pairs less one
+    limited_by: str  # the evidence that the measuring machine set this level's pace, where its blocks showed it; else ""
 
 
 def interval_dof(figures: Level) -> int:
@@ -70,8 +71,9 @@ def margin_of(document: ResultDocument | None) -> float:
 
 
 def limited(figures: Level) -> bool:
-    """Whether the measuring machine, not the pair, set the pace at this level."""
-    return "stopping" in figures and figures["stopping"]["reason"] == MACHINE_LIMITED
+    """Whether the measuring machine, not the pair, set the pace at this level: its probe said so (the stopping
+    reason), or its timed blocks did (`limited_by`, the evidence, since issue 51)."""
+    return ("stopping" in figures and figures["stopping"]["reason"] == MACHINE_LIMITED) or bool(figures.get("limited_by"))
 
 
 def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
@@ -96,6 +98,7 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
                 "pairs": len(figures.get("block_ratios") or []),
                 "stopping": figures["stopping"]["reason"] if "stopping" in figures else None,
                 "dof": interval_dof(figures),
+                "limited_by": str(figures.get("limited_by") or ""),
             }
         )
     for row, supports in zip(rows, in_sequence([row["supports"] for row in rows]), strict=True):
@@ -106,8 +109,12 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
 class LatencyRow(TypedDict):
     where: str  # "c=4", or "Poisson 7.5 req/s"
     metric: str  # one of LATENCIES
-    baseline: dict[str, float | None]  # "p50" ... "p99", in ms
+    baseline: dict[str, float | None]  # "p50" ... "p99", in ms: the figure to read (the engine's where `delayed`)
     speculative: dict[str, float | None]
+    # The sides whose client figures the measuring machine's front end delayed (Rates.delayed): for those, the
+    # figures above are the engine's own and `client` keeps what the client saw. Absent before issue 51.
+    delayed: NotRequired[list[str]]
+    client: NotRequired[dict[str, dict[str, float | None]]]
 
 
 def latency_rows(document: ResultDocument | None) -> list[LatencyRow]:
@@ -118,20 +125,42 @@ def latency_rows(document: ResultDocument | None) -> list[LatencyRow]:
     places: list[tuple[str, Level]] = [(f"c={level}", measured["levels"][level]) for level in sorted(measured["levels"], key=int)]
     if (point := measured.get("rate_point")) is not None:
         places.append((f"Poisson {point['request_rate']:.2f} req/s", point))
-    rows: list[LatencyRow] = []
-    for where, figures in places:
-        for metric in LATENCIES:
-            baseline, speculative = (_percentiles_of(figures, side, metric) for side in ("baseline", "speculative"))
-            if baseline.get("p50") is not None or speculative.get("p50") is not None:
-                rows.append({"where": where, "metric": metric, "baseline": baseline, "speculative": speculative})
-    return rows
+    return [row for where, figures in places for metric in LATENCIES if (row := _latency_row(where, figures, metric))]
 
 
-def _percentiles_of(figures: Level, side: str, metric: str) -> dict[str, float | None]:
-    """One side's percentiles of one latency; empty where an older document did not measure them."""
-    rates: Mapping[str, Any] = cast(Mapping[str, Any], figures).get(side) or {}
-    found: dict[str, float | None] = (rates.get("latency_ms") or {}).get(metric) or {}
-    return found
+def _latency_row(where: str, figures: Level, metric: str) -> LatencyRow | None:
+    """One latency at one place, each side's figure the client's where it agreed with the engine's, else the engine's."""
+    sides = ("baseline", "speculative")
+    seen = {side: _percentiles_of(figures, side, metric, "latency_ms") for side in sides}
+    delayed = [side for side in sides if metric in _listed(_rates(figures, side).get("delayed"))]
+    shown = {side: _percentiles_of(figures, side, metric, "engine_latency_ms") if side in delayed else seen[side]
+             for side in sides}  # fmt: skip
+    if all(shown[side].get("p50") is None for side in sides):
+        return None
+    row: LatencyRow = {"where": where, "metric": metric, "baseline": shown["baseline"], "speculative": shown["speculative"]}
+    if any("engine_latency_ms" in _rates(figures, side) for side in sides):
+        row["delayed"] = delayed
+        row["client"] = {side: seen[side] for side in delayed}
+    return row
+
+
+def _rates(figures: Level, side: str) -> Mapping[str, Any]:
+    return _mapping(cast(Mapping[str, Any], figures).get(side))
+
+
+def _percentiles_of(figures: Level, side: str, metric: str, key: str) -> dict[str, float | None]:
+    """One side's percentiles of one latency, the client's (latency_ms) or the engine's; empty where not measured (or
+    not numbers: a self-hosted worker's document is read, not trusted)."""
+    found = _mapping(_mapping(_rates(figures, side).get(key)).get(metric))
+    return {q: v for q, v in found.items() if v is None or (isinstance(v, int | float) and not isinstance(v, bool))}
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return cast(Mapping[str, Any], value) if isinstance(value, dict) else {}
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
 
 
 def servers(document: ResultDocument | None) -> Servers | None:

@@ -79,6 +79,11 @@ class Rates(TypedDict):
     tokens_per_second_runs: list[float]  # each block's
     requests_per_second: float | None
     latency_ms: dict[str, dict[str, float | None]]  # LATENCIES -> {"p50", "p90", "p95", "p99"}, over all requests
+    # Since issue 51: the engine's own percentiles of the same requests, from vLLM's histograms (stamped by its core),
+    # and the LATENCIES whose client figures differ from them beyond the tolerance (workers/engine_latency.py): the
+    # measuring machine's front end delayed those, and the engine's figure is the one to read.
+    engine_latency_ms: NotRequired[dict[str, dict[str, float | None]]]
+    delayed: NotRequired[list[str]]
 
 
 class Stopping(TypedDict):
@@ -105,6 +110,10 @@ class Level(TypedDict):
     # each side's requests achieved (the sum of their latencies over the block's wall time).
     client_busy: NotRequired[float]
     achieved_concurrency: NotRequired[dict[str, float]]
+    # Since issue 51: why the measuring machine, not the pair, set this level's pace, from its timed blocks (the
+    # verifier alone's blocks spread several times the pair's; the front end delayed whole requests). Such a level
+    # counts in no verdict and no break-even.
+    limited_by: NotRequired[str]
 
 
 class RatePoint(Level):
@@ -260,7 +269,10 @@ class Environment(TypedDict, total=False):
     versions: dict[str, str]
     engine_build: str
     hardware_class: str
-    cpu: str
+    cpu: str  # the CPU's model name since issue 51 (before: the platform's word, such as x86_64)
+    cpu_extensions: list[str]  # its vector extensions that decide the engine's CPU kernels (workers/host.py)
+    cpu_capability: str | None  # the level torch dispatched its CPU kernels at ("AVX512", "AVX2")
+    model_runner: str  # vLLM's model runner ("V1"; "V2", Model Runner V2, where the build chose it); "" if unknown
     cpu_count: int | None
     engine: dict[str, object]  # the engine's own manifest: its arguments, as the engine reports them
     baseline_engine: dict[str, object]

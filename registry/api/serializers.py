@@ -76,6 +76,9 @@ class SpeedOut(serializers.Serializer[result.SpeedAtLevel]):
         allow_null=True, help_text="Why the level stopped at that many pairs; null for an older run's fixed count."
     )
     dof = serializers.IntegerField(help_text="The interval's t degrees of freedom.")
+    limited_by = serializers.CharField(
+        help_text="Why the measuring machine, not the pair, set this level's pace, from its timed blocks; empty if it did not."
+    )
 
 
 class PercentilesOut(serializers.Serializer[dict[str, float | None]]):
@@ -89,8 +92,15 @@ class PercentilesOut(serializers.Serializer[dict[str, float | None]]):
 class LatencyOut(serializers.Serializer[result.LatencyRow]):
     where = serializers.CharField(help_text="The concurrency level (c=4) or the Poisson arrival rate.")
     metric = serializers.ChoiceField(choices=list(result.LATENCIES), help_text="ttft, tpot, itl or e2e.")
-    baseline = PercentilesOut(help_text="Milliseconds, the verifier alone.")
-    speculative = PercentilesOut(help_text="Milliseconds, with the draft.")
+    baseline = PercentilesOut(help_text="Milliseconds, the verifier alone: the engine's own figure where `delayed` names it.")
+    speculative = PercentilesOut(help_text="Milliseconds, with the draft: the engine's own figure where `delayed` names it.")
+    delayed = serializers.ListField(
+        child=serializers.ChoiceField(choices=["baseline", "speculative"]), required=False,
+        help_text="The sides whose client figures the measuring machine's front end delayed (they differed from vLLM's "
+                  "own histograms beyond the tolerance): their figures here are the engine's. Absent on older runs.",
+    )  # fmt: skip
+    client = serializers.DictField(child=PercentilesOut(), required=False,
+                                   help_text="What the client saw, for the delayed sides.")  # fmt: skip
 
 
 class MeasurementOut(serializers.Serializer[result.Measurement]):

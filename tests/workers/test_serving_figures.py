@@ -10,11 +10,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 
 from kernel import result
 from kernel.formats import Conditions, serve_arguments
-from workers import metrics, serving, timing
+from workers import engine_latency, metrics, serving, timing
 from workers.engines.base import EngineConfig
 from workers.engines.vllm import VllmEngine
 
@@ -72,22 +73,38 @@ def test_at_a_fixed_arrival_rate_the_gain_is_read_from_end_to_end_latency_constr
     assert timing.latency_ratio(baseline, speculative) == pytest.approx(1.0)
 
 
-def test_each_pair_runs_in_the_order_drawn_each_block_after_a_quiet_pause():
-    idle = subprocess.Popen(["true"])
-    idle.wait()
-    servers = {side: serving.Server(side, ["true"], 0, idle, Path("/dev/null")) for side in serving.SIDES}
-    order: list[tuple[str, float]] = []
+def test_each_pair_runs_in_the_order_drawn_each_block_with_the_other_server_stopped():
+    """Real processes in sessions of their own, as the servers are: the one not timed is stopped, then continued."""
+    servers = {side: serving.Server(side, ["sleep", "60"], 0, subprocess.Popen(["sleep", "60"], start_new_session=True),
+                                    Path("/dev/null")) for side in serving.SIDES}  # fmt: skip
+    order: list[tuple[str, str]] = []
+
+    def status(server: serving.Server) -> str:
+        for _ in range(100):  # a signal lands asynchronously: give it up to a second
+            if (found := str(psutil.Process(server.process.pid).status())) == psutil.STATUS_STOPPED:
+                break
+            time.sleep(0.01)
+        return found
 
     def run(server: serving.Server, repeat: int) -> timing.Block:
-        order.append((server.name, time.monotonic()))
-        server.finished_at = time.monotonic()
+        other = next(s for s in servers.values() if s is not server)
+        order.append((server.name, status(other)))
+        assert psutil.Process(server.process.pid).status() != psutil.STATUS_STOPPED
         return block(128, 1.0)
 
-    blocks = timing.paired_blocks(servers, range(3), run, first=lambda pair: pair != 1)
-    assert [name for name, _ in order] == ["baseline", "speculative", "speculative", "baseline", "baseline", "speculative"]
-    assert {side: len(found) for side, found in blocks.items()} == {"baseline": 3, "speculative": 3}
-    gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(order)]
-    assert min(gaps) >= timing.QUIET_BEFORE_BLOCK
+    try:
+        blocks = timing.paired_blocks(servers, range(3), run, first=lambda pair: pair != 1)
+        assert order == [(side, psutil.STATUS_STOPPED) for side in
+                         ["baseline", "speculative", "speculative", "baseline", "baseline", "speculative"]]  # fmt: skip
+        assert {side: len(found) for side, found in blocks.items()} == {"baseline": 3, "speculative": 3}
+        assert all(psutil.Process(s.process.pid).status() != psutil.STATUS_STOPPED for s in servers.values())
+        with pytest.raises(RuntimeError), timing.alone(servers, servers["baseline"]):
+            raise RuntimeError("a block that fails")
+        assert psutil.Process(servers["speculative"].process.pid).status() != psutil.STATUS_STOPPED  # continued all the same
+    finally:
+        for server in servers.values():
+            server.stop()
+    assert all(server.process.returncode is not None for server in servers.values())
 
 
 def test_the_order_of_a_pair_is_a_fair_coin_not_a_fixed_pattern():
@@ -148,6 +165,37 @@ def test_a_level_the_measuring_machine_paces_stops_after_its_probe_and_is_no_lab
     assert result.break_even_bounds(document) == (None, None)  # type: ignore[arg-type]
 
 
+def sides_at(baseline: list[float], speculative: list[float]) -> Callable[[serving.Server, int], timing.Block]:
+    """Blocks of 4 requests of 32 tokens, all four in flight throughout (c=4), whose pair `i` ran at baseline[i] and
+    speculative[i] tok/s."""
+
+    def run(server: serving.Server, pair: int) -> timing.Block:
+        seconds = 128 / (baseline if server.name == "baseline" else speculative)[pair]
+        return timing.Block(seconds, [32] * 4, [0.01] * 4, [[0.001]] * 4, [seconds] * 4, client_busy=0.05)
+
+    return run
+
+
+def test_a_level_whose_verifier_alone_blocks_spread_far_wider_than_the_pairs_is_the_machines_constructed(monkeypatch):
+    """Issue 51's c=4: the verifier alone's blocks at 466-1,075 tok/s beside the pair's 1,526-1,628."""
+    monkeypatch.setattr(timing, "QUIET_BEFORE_BLOCK", 0.0)
+    rule = metrics.Stein(first=4, most=6, target=0.10)
+    alone, pair = [744.0, 1075, 1049, 1053, 976, 466], [1628.0, 1579, 1612, 1583, 1540, 1526]
+    figures, _ = timing.precise_level(quiet_servers(), rule, sides_at(alone, pair), timing.throughput_ratio, asked=4)
+    assert "verifier alone's blocks spread 27% (CV)" in figures["limited_by"] and "the pair's 3%" in figures["limited_by"]
+    assert figures["stopping"]["reason"] != result.MACHINE_LIMITED  # Stein's own reason stands beside the evidence
+    steady, _ = timing.precise_level(quiet_servers(), rule, sides_at([1000.0, 1040, 980, 1010, 990, 1020], pair),
+                                     timing.throughput_ratio, asked=4)  # fmt: skip
+    assert "limited_by" not in steady  # the control: both sides as steady, the level is the pair's
+    single, _ = timing.precise_level(quiet_servers(), rule, sides_at(alone, pair), timing.throughput_ratio, asked=1)
+    assert "limited_by" not in single  # c=1 is what the verdict reads: it is always measured, never set aside
+    document = {"schema_version": result.SCHEMA_VERSION,
+                "stages": {"throughput": {"levels": {"1": steady, "4": figures}}}}  # fmt: skip
+    rows = result.speed_by_level(document)  # type: ignore[arg-type]
+    assert [row["supports"] for row in rows] == [result.FASTER, result.MACHINE_LIMITED]
+    assert rows[1]["limited_by"] == figures["limited_by"] and rows[0]["limited_by"] == ""
+
+
 def test_poisson_arrivals_repeat_for_a_seed_and_keep_the_rate():
     arrivals = timing.poisson_arrivals(4000, rate=8.0, seed=3)
     assert arrivals == timing.poisson_arrivals(4000, rate=8.0, seed=3) != timing.poisson_arrivals(4000, rate=8.0, seed=4)
@@ -169,8 +217,9 @@ def test_the_server_command_carries_the_published_flags_with_the_snapshots_in_pl
     published = serve_arguments("org/verifier", "a" * 40, config.speculative_config, Conditions())
     assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert command[3:5] == ["--model", "/snap/verifier"]
-    assert command[5:-4] == published[3:]  # after `org/verifier --revision <sha>`
-    assert command[-4:] == ["--host", "127.0.0.1", "--port", "4321"]
+    measuring = engine_latency.buckets_flag()  # measurement-only: finer latency histograms on /metrics, nothing served
+    assert command[5:-6] == published[3:]  # after `org/verifier --revision <sha>`
+    assert command[-6:] == [*measuring, "--host", "127.0.0.1", "--port", "4321"]
     assert "--enforce-eager" in published and published[published.index("--dtype") + 1] == "float32"
 
 

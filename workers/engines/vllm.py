@@ -13,7 +13,7 @@ from typing import Any
 from kernel import settings
 from kernel.errors import InfraError, UserError
 from kernel.formats.recipe import serve_arguments
-from workers import audit
+from workers import audit, engine_latency
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
 
 COUNTERS = {
@@ -79,9 +79,16 @@ class VllmEngine(Engine):
             "device_name": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or platform.machine(),
             "device_count": torch.cuda.device_count() if device == "cuda" else os.cpu_count(),
             "cuda": torch.version.cuda,
+            "model_runner": self._model_runner(),
             "arguments": {k: v for k, v in self.arguments.items()},
             "env": {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)},
         }
+
+    def _model_runner(self) -> str:
+        """Which model runner the build chose ("V1", or "V2" for Model Runner V2): acceptance and speed differ."""
+        config = getattr(getattr(self.llm, "llm_engine", None), "vllm_config", None)
+        chosen = getattr(config, "use_v2_model_runner", None)
+        return "" if chosen is None else "V2" if chosen else "V1"
 
     def server_command(self, config: EngineConfig, port: int) -> list[str]:
         """`vllm serve` with the published arguments, the snapshot folders standing in for the pinned repos.
@@ -93,6 +100,7 @@ class VllmEngine(Engine):
         server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
         if _on_gpu():  # two servers share one card while they are measured; a deployment has it to itself
             flags += ["--gpu-memory-utilization", "0.45"]
+        flags += engine_latency.buckets_flag()  # measurement-only: finer latency histograms on /metrics
         return [*server, "--model", model, *flags, *config.server_flags, "--host", "127.0.0.1", "--port", str(port)]
 
     def speculation_switches(self) -> list[str]:
