@@ -29,7 +29,7 @@ import psutil
 
 from kernel import result
 from kernel.director import Director
-from workers import certification
+from workers import certification, engine_latency
 from workers.__main__ import parse, spec_from
 from workers.engines.vllm import engine_arguments
 from workers.stages import default_stages
@@ -177,11 +177,16 @@ def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[floa
         widest = max(half_width(row) for row, _ in counted)
         print(f"S1 widest half-width at c=1: {widest:.1%} (target <= 5 %): {'OK' if widest <= 0.05 else 'OVER TARGET'}")
         loaded = [row for _, document in counted for row in result.speed_by_level(document)[1:]]
-        over = [row for row in loaded if row["stopping"] != result.MACHINE_LIMITED and half_width(row) > 0.10]
+        over = [row for row in loaded if row["supports"] != result.MACHINE_LIMITED and half_width(row) > 0.10]
+        for row in loaded:
+            if row["supports"] == result.MACHINE_LIMITED:
+                print(f"S1 c={row['concurrency']} limited by the measuring machine: {row['limited_by'] or row['stopping']}")
         print(f"S1 levels above c=1 over ±10 % and not limited by the measuring machine: {len(over)} of {len(loaded)} "
               f"(target 0): {'OK' if not over else 'OVER TARGET'}")  # fmt: skip
     else:
         print("S1 every run was on a noisy machine: none counted")
+    for number, (_, document) in enumerate(done, start=1):
+        latency(number, document)
     for number, (seconds, document) in enumerate(done, start=1):
         hit = result.stage(document, "baseline")["cache"]["hit"]
         servers = result.servers(document)
@@ -209,6 +214,31 @@ def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[floa
         print(
             f"   run {number}: AL {al}, verdict {verdict['verdict'] if verdict else None} {verdict['reasons'] if verdict else ''}"
         )
+
+
+def latency(number: int, document: result.ResultDocument) -> None:
+    """L1: which latency rows the front end delayed, and whether any published row differs from the engine's own
+    figure beyond the tolerance without that label (target: none)."""
+    measured = result.throughput(document)
+    levels = dict(measured["levels"]) if measured else {}
+    labelled, unlabelled = [], []
+    for row in result.latency_rows(document):
+        figures = levels.get(row["where"].removeprefix("c="))
+        for side in ("baseline", "speculative"):
+            if side in row.get("delayed", []):
+                labelled.append(f"{row['where']} {row['metric']} {side}")
+            elif figures is not None and row["metric"] in figures[side].get("engine_latency_ms", {}):
+                engine = figures[side]["engine_latency_ms"][row["metric"]]
+                if not engine_latency.agrees(row["metric"], row[side], engine):
+                    unlabelled.append(f"{row['where']} {row['metric']} {side}")
+    print(f"L1 run {number}: delayed by the front end, the engine's figure published: {', '.join(labelled) or 'none'}; "
+          f"published beyond the tolerance without the label: {', '.join(unlabelled) or 'none'} (target: none): "
+          f"{'OK' if not unlabelled else 'OVER TARGET'}")  # fmt: skip
+    environment = result.environment(document) or {}
+    print(
+        f"   run {number} host: {environment.get('cpu')} {environment.get('cpu_extensions')}, torch at "
+        f"{environment.get('cpu_capability')}, vLLM {environment.get('engine_build')} {environment.get('model_runner')} runner"
+    )
 
 
 def half_width(row: result.SpeedAtLevel) -> float:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from kernel.spec import Plan
 from workers import metrics
-from workers.timing import QUIET_BEFORE_BLOCK
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ def estimate(plan: Plan, hardware: str) -> Estimate:
         at = concurrency or 1
         requests = max(2 * at, 8)
         block = math.ceil(requests / at) * plan.output_tokens / costs.baseline_tokens_per_second
-        levels.append(LevelCost(concurrency, pairs, pairs * 2 * (block + QUIET_BEFORE_BLOCK)))
+        levels.append(LevelCost(concurrency, pairs, pairs * 2 * block))  # no pause: the other server is stopped
     # On CPU the servers load while the offline stages measure (workers/speed.start_early); one GPU holds one at a time.
     starting = max(costs.offline, costs.server_start) if not costs.gpus else costs.offline + costs.server_start
     wall = starting + costs.smoke + sum(level.seconds for level in levels)

@@ -282,14 +282,29 @@ class Stein:
         return min(needed + needed % 2, self.most)
 
     def interval(self, ratios: Sequence[float]) -> tuple[float, float, float, float]:
-        """Return the geometric mean of all `ratios`, its 95 % interval, and its relative half-width."""
+        """Return the centre of all `ratios` (their geometric mean, less the highest and the lowest from 5 pairs on),
+        its 95 % interval, and its relative half-width."""
         logs = [math.log(r) for r in ratios]
-        centre = statistics.fmean(logs)
+        centre = trimmed_mean(logs)
         # Stein's spread is the first stage's; a block stalled after it would hide behind a clean first
         # stage, so the spread of all pairs stands in where it is larger (a wider interval keeps coverage).
         spread = max(statistics.stdev(logs[: self.first]), statistics.stdev(logs))
         half = t_975(self.first - 1) * spread / math.sqrt(len(logs))
         return math.exp(centre), math.exp(centre - half), math.exp(centre + half), math.expm1(half)
+
+
+# From this many pairs on, a level's centre leaves out its highest and lowest log ratio: one block that another
+# process stalled (issue 51: c=4 ratios 2.19, 1.47, 1.54, 1.50, 1.58 and 3.28 read 1.84 where four agree on 1.5)
+# no longer carries it. The half-width stays the mean's, from the spread of all pairs, outliers included: simulated
+# (tests/workers/test_stopping_rule.py), coverage stays 0.95-0.99 with drift and stalls, and 0.953-0.956 under
+# AR(1) load at CV 8 %, within 0.0015 of the plain mean's.
+TRIM_FROM = 5
+
+
+def trimmed_mean(values: Sequence[float]) -> float:
+    """The mean of `values` less their highest and lowest, from TRIM_FROM values on; else their mean."""
+    ordered = sorted(values)
+    return statistics.fmean(ordered[1:-1] if len(ordered) >= TRIM_FROM else ordered)
 
 
 @dataclass(frozen=True)

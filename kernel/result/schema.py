@@ -100,7 +100,7 @@ class Stopping(TypedDict):
 class Level(TypedDict):
     baseline: Rates
     speculative: Rates
-    speedup: float  # the geometric mean of the paired block ratios
+    speedup: float  # the geometric mean of the paired block ratios (from 5 on, less the highest and lowest: issue 51)
     speedup_interval: list[float]  # its 95 % interval (Student t on the log ratios; Stein's where `stopping` is)
     speedup_cv: float | None
     block_ratios: list[float]  # speculative over baseline tok/s, one per A B (or B A) pair
