@@ -14,16 +14,19 @@ Run: `python -m bench.frontend [--variants current,stream-interval,...] [--pairs
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 
 from bench.harness import prepared
+from kernel.errors import InfraError
 from workers import engine_latency, metrics, serving, speed, timing
 from workers.engines import load_engine
 from workers.engines.base import EngineConfig
@@ -93,10 +96,49 @@ def _block(name: str, bench: Workbench, concurrency: int) -> Callable[[serving.S
     tokens = bench.spec.plan.output_tokens
 
     def run(server: serving.Server, pair: int) -> timing.Block:
-        send = timing.run_unstreamed if "unstreamed" in name else timing.run_block
+        send = run_unstreamed if "unstreamed" in name else timing.run_block
         return send(server, model, prompts, tokens, concurrency=concurrency)
 
     return run
+
+
+def run_unstreamed(
+    server: serving.Server, model: str, prompts: Sequence[list[int]], output_tokens: int, *, concurrency: int
+) -> timing.Block:
+    """Send `prompts` unstreamed, at most `concurrency` at a time: one answer per request, so the front end and the
+    client do a request's work once, not a token's; its latencies are the engine's (Block.engine), none the client's."""
+    stamped = serving.served_histograms(server)
+    before = time.process_time()
+    with ThreadPoolExecutor(1) as loop:
+        seconds, answers = loop.submit(asyncio.run, _unstreamed(server, model, prompts, output_tokens, concurrency)).result()
+    busy = (time.process_time() - before) / seconds if seconds else 0.0
+    server.finished_at = time.monotonic()
+    engine = engine_latency.since(serving.served_histograms(server), stamped)
+    return timing.Block(seconds, [tokens for tokens, _ in answers], [], [], [e2e for _, e2e in answers], busy, engine)
+
+
+async def _unstreamed(
+    server: serving.Server, model: str, prompts: Sequence[list[int]], output_tokens: int, concurrency: int
+) -> tuple[float, list[tuple[int, float]]]:
+    import aiohttp
+
+    gate = asyncio.Semaphore(concurrency)
+    timeout = aiohttp.ClientTimeout(total=600)
+
+    async def one(session: aiohttp.ClientSession, prompt: list[int]) -> tuple[int, float]:
+        body = {"model": model, "prompt": prompt, "max_tokens": output_tokens, "temperature": 0, "ignore_eos": True}
+        async with gate:
+            began = time.perf_counter()
+            async with session.post(f"{server.url}/v1/completions", json=body) as answer:
+                data = await answer.json(content_type=None)
+                if answer.status != 200:
+                    raise InfraError("serve:request-failed", f"{server.name}: HTTP {answer.status}: {str(data)[:300]}")
+            return int(data["usage"]["completion_tokens"]), time.perf_counter() - began
+
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        began = time.perf_counter()
+        answers = await asyncio.gather(*(one(session, prompt) for prompt in prompts))
+        return time.perf_counter() - began, list(answers)
 
 
 def _ttft(blocks: list[timing.Block]) -> tuple[str, str]:

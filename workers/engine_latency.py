@@ -125,6 +125,11 @@ ROUND_TRIP_MS = 5.0
 ROUND_TRIP = ("ttft", "e2e")
 
 
+def since(now: Mapping[str, Histogram], then: Mapping[str, Histogram]) -> dict[str, Histogram]:
+    """Each histogram's observations between two reads of the same server."""
+    return {name: histogram - then.get(name, Histogram()) for name, histogram in now.items()}
+
+
 def percentiles_ms(histogram: Histogram, percentiles: Sequence[int]) -> dict[str, float | None]:
     """The engine's percentiles (ms) from its histogram, keyed "p50" ..."""
     return {f"p{q}": None if (s := histogram.quantile(q / 100)) is None else s * 1000 for q in percentiles}
@@ -144,3 +149,9 @@ def agrees(metric: str, client: Mapping[str, float | None], engine: Mapping[str,
         if abs(seen - stamped) > stamped * TOLERANCE + slack:
             return False
     return True
+
+
+def delayed(client: Mapping[str, Mapping[str, float | None]], engine: Mapping[str, Mapping[str, float | None]]) -> list[str]:
+    """The latencies (FAMILIES' keys, in that order) whose client figures differ from the engine's beyond the
+    tolerance: the measuring machine's."""
+    return [name for name in FAMILIES if name in client and name in engine and not agrees(name, client[name], engine[name])]

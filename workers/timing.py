@@ -99,51 +99,8 @@ def run_block(
     failed = [error for error in done["errors"] if error]
     if failed or done["completed"] != len(requests):
         raise InfraError("serve:request-failed", f"{server.name}: {len(failed)} of {len(requests)} failed: {failed[:1]}")
-    engine = _since(serving.served_histograms(server), stamped)
+    engine = engine_latency.since(serving.served_histograms(server), stamped)
     return Block(done["duration"], list(done["output_lens"]), done["ttfts"], done["itls"], done["latencies"], busy, engine)
-
-
-def run_unstreamed(server: Server, model: str, prompts: Sequence[list[int]], output_tokens: int, *, concurrency: int) -> Block:
-    """Send `prompts` unstreamed, at most `concurrency` at a time: one answer per request, so the front end and the
-    client do a request's work once, not a token's; its latencies are the engine's (Block.engine), none the client's."""
-    stamped = serving.served_histograms(server)
-    before = time.process_time()
-    with ThreadPoolExecutor(1) as loop:
-        seconds, answers = loop.submit(asyncio.run, _unstreamed(server, model, prompts, output_tokens, concurrency)).result()
-    busy = (time.process_time() - before) / seconds if seconds else 0.0
-    server.finished_at = time.monotonic()
-    engine = _since(serving.served_histograms(server), stamped)
-    return Block(seconds, [tokens for tokens, _ in answers], [], [], [e2e for _, e2e in answers], busy, engine)
-
-
-async def _unstreamed(
-    server: Server, model: str, prompts: Sequence[list[int]], output_tokens: int, concurrency: int
-) -> tuple[float, list[tuple[int, float]]]:
-    import aiohttp
-
-    gate = asyncio.Semaphore(concurrency)
-    timeout = aiohttp.ClientTimeout(total=600)
-
-    async def one(session: aiohttp.ClientSession, prompt: list[int]) -> tuple[int, float]:
-        body = {"model": model, "prompt": prompt, "max_tokens": output_tokens, "temperature": 0, "ignore_eos": True}
-        async with gate:
-            began = time.perf_counter()
-            async with session.post(f"{server.url}/v1/completions", json=body) as answer:
-                data = await answer.json(content_type=None)
-                if answer.status != 200:
-                    raise InfraError("serve:request-failed", f"{server.name}: HTTP {answer.status}: {str(data)[:300]}")
-            return int(data["usage"]["completion_tokens"]), time.perf_counter() - began
-
-    async with aiohttp.ClientSession(timeout=timeout) as session:
-        began = time.perf_counter()
-        answers = await asyncio.gather(*(one(session, prompt) for prompt in prompts))
-        return time.perf_counter() - began, list(answers)
-
-
-def _since(
-    now: Mapping[str, engine_latency.Histogram], then: Mapping[str, engine_latency.Histogram]
-) -> dict[str, engine_latency.Histogram]:
-    return {name: histogram - then.get(name, engine_latency.Histogram()) for name, histogram in now.items()}
 
 
 def poisson_arrivals(count: int, rate: float, seed: int) -> list[float]:
@@ -294,7 +251,7 @@ def rates(blocks: Sequence[Block]) -> result.Rates:
     engine = engine_percentiles(blocks)
     if engine:
         figures["engine_latency_ms"] = engine
-        figures["delayed"] = delayed(figures["latency_ms"], engine)
+        figures["delayed"] = engine_latency.delayed(figures["latency_ms"], engine)
     return figures
 
 
@@ -305,12 +262,6 @@ def engine_percentiles(blocks: Sequence[Block]) -> dict[str, dict[str, float | N
         for name, histogram in block.engine.items():
             summed[name] = summed.get(name, engine_latency.Histogram()) + histogram
     return {name: engine_latency.percentiles_ms(h, result.PERCENTILES) for name, h in summed.items() if h.count}
-
-
-def delayed(client: Mapping[str, Mapping[str, float | None]], engine: Mapping[str, Mapping[str, float | None]]) -> list[str]:
-    """The latencies whose client figures differ from the engine's beyond the tolerance: the measuring machine's."""
-    return [name for name in result.LATENCIES
-            if name in client and name in engine and not engine_latency.agrees(name, client[name], engine[name])]  # fmt: skip
 
 
 def _percentiles(seconds: Sequence[float]) -> dict[str, float | None]:

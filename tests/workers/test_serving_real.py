@@ -10,6 +10,7 @@ import pytest
 
 from kernel import result
 from tests.support.certified import PAIRS
+from workers import engine_latency, host
 from workers.timing import PROBE_PAIRS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
@@ -30,7 +31,9 @@ def test_the_published_recipe_is_the_command_that_served_the_shared_certificatio
     assert command[:5] == ["python", "-m", "vllm.entrypoints.openai.api_server", "--model",
                            f"{pair.verifier.repo_id}@{pair.verifier.sha}"]  # fmt: skip
     assert command[-4:-1] == ["--host", "127.0.0.1", "--port"]
-    published_flags, ran_flags = recipe[5:], command[5:-4]
+    # The one flag only the measured servers carry: finer latency histograms on /metrics, nothing they serve.
+    assert command[-6:-4] == engine_latency.buckets_flag()
+    published_flags, ran_flags = recipe[5:], command[5:-6]
     assert [f for f in published_flags if f.startswith("--")] == [f for f in ran_flags if f.startswith("--")]
     for flag in ("--dtype", "--max-model-len", "--seed"):
         assert published_flags[published_flags.index(flag) + 1] == ran_flags[ran_flags.index(flag) + 1]
@@ -51,7 +54,7 @@ def test_each_level_says_what_its_own_interval_supports_and_no_speedup_reaches_t
     rows = result.speed_by_level(document)
     assert [row["concurrency"] for row in rows] == [1, 4] and all(row["pairs"] in (PAIRS, PROBE_PAIRS) for row in rows)
     for row in rows:  # a level the measuring machine paced says so instead of a label
-        limited = row["stopping"] == result.MACHINE_LIMITED
+        limited = row["stopping"] == result.MACHINE_LIMITED or bool(row["limited_by"])
         assert row["supports"] == (result.MACHINE_LIMITED if limited else result.speed_label(row["interval"])), row
     throughput = result.throughput(document)
     bound = throughput["theoretical_bound"] if throughput else None
@@ -60,3 +63,34 @@ def test_each_level_says_what_its_own_interval_supports_and_no_speedup_reaches_t
     verdict = result.verdict(document)
     properties = verdict.get("properties") if verdict else None
     assert properties is not None and properties["speed"]["outcome"] == rows[0]["supports"]
+
+
+def test_each_latency_published_is_the_clients_where_it_agrees_with_the_engines_histogram_else_the_engines(certified_run):
+    """Issue 51 §2 on the real servers: every level carries vLLM's own percentiles beside the client's, and a row
+    shows the client's figure only within the tolerance of the engine's, else the engine's, labelled."""
+    document = certified_run.result
+    measured = result.throughput(document)
+    assert measured is not None
+    levels = measured["levels"]
+    for figures in levels.values():
+        for side in ("baseline", "speculative"):
+            engine = figures[side]["engine_latency_ms"]
+            assert set(engine) == set(result.LATENCIES) and (engine["ttft"]["p50"] or 0) > 0, engine
+            assert set(figures[side]["delayed"]) <= set(result.LATENCIES)
+    for row in result.latency_rows(document):
+        figures = levels.get(row["where"].removeprefix("c="))
+        if figures is None:  # the Poisson point: checked the same way, by the same code
+            continue
+        for side in ("baseline", "speculative"):
+            engine = figures[side]["engine_latency_ms"][row["metric"]]
+            if side in row["delayed"]:
+                assert row[side] == engine and row["client"][side] == figures[side]["latency_ms"][row["metric"]]
+            else:
+                assert engine_latency.agrees(row["metric"], row[side], engine), (row, engine)
+
+
+def test_the_result_names_the_cpu_its_vector_extensions_and_the_model_runner(certified_run):
+    environment = result.environment(certified_run.result)
+    assert environment["cpu"] == host.cpu_model() and environment["cpu"] != "x86_64"
+    assert environment["cpu_extensions"] == host.vector_extensions()
+    assert environment["cpu_capability"] == host.torch_capability() and environment["model_runner"] in ("V1", "V2")
