@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kernel.live import rate_interval
 from kernel.result import Acceptance, AtK, AtLength, AtTemperature, ChiSquare, Divergence, Greedy
 from kernel.stats import t_975, t_quantile
 from workers.engines.base import SpecCounters
@@ -93,8 +92,9 @@ def by_length(lengths: Sequence[int], prompts: Sequence[SpecCounters], edges: Se
 
 
 def by_temperature(runs: Mapping[float, tuple[SpecCounters, Sequence[SpecCounters] | None]]) -> list[AtTemperature]:
-    """Acceptance at each temperature, on the same prompts: AL with its interval over prompts, and each cumulative
-    per-position rate with Wilson's interval over drafting steps (steps as the units: narrower than over prompts)."""
+    """Acceptance at each temperature, on the same prompts: AL and each cumulative per-position rate, each with its
+    interval over prompts. Until issue 56 the positions had Wilson's over drafting steps, which held the prompts'
+    population rate in 0.26-0.77 of runs: steps within a prompt are not independent."""
     rows: list[AtTemperature] = []
     for temperature, (counters, prompts) in sorted(runs.items()):
         figures = acceptance(counters, prompts)
@@ -102,9 +102,8 @@ def by_temperature(runs: Mapping[float, tuple[SpecCounters, Sequence[SpecCounter
             "temperature": temperature,
             "mean_acceptance_length": figures["mean_acceptance_length"],
             "per_position": figures["per_position"],
-            "per_position_interval": [list(rate_interval(n, counters.drafts) or (0.0, 1.0)) for n in counters.per_position]
-            if counters.drafts
-            else [],  # no drafting step: no rate, as per_position has none
+            "per_position_interval": position_intervals(counters, prompts),
+            "per_position_interval_over": "prompts",
             "drafts": counters.drafts,
         }
         for key in ("mean_acceptance_length_interval", "prompts", "prompts_effective"):
@@ -129,8 +128,28 @@ def acceptance_by_k(counters: SpecCounters) -> list[AtK]:
 
 
 def acceptance_interval(drafts: Sequence[int], accepted: Sequence[int]) -> tuple[float, float] | None:
-    """The 95 % interval of AL = 1 + Σaccepted/Σdrafts over the prompts' population, None below the minimum number of
-    prompts or of effective prompts.
+    """The 95 % interval of AL = 1 + Σaccepted/Σdrafts over the prompts' population (ratio_interval)."""
+    found = ratio_interval(drafts, accepted)
+    return None if found is None else (1 + found[0], 1 + found[1])
+
+
+def position_intervals(counters: SpecCounters, prompts: Sequence[SpecCounters] | None) -> list[list[float]]:
+    """Each cumulative per-position rate's 95 % interval over the prompts' population, as AL's (issue 56 §2); empty
+    where the prompts cannot carry one (too few, or no per-request counters)."""
+    if not prompts or not counters.drafts:
+        return []
+    drafts = [p.drafts for p in prompts]
+    found = [ratio_interval(drafts, [_at(p, i) for p in prompts]) for i in range(len(counters.per_position))]
+    return [] if any(f is None for f in found) else [[low, min(1.0, high)] for low, high in filter(None, found)]
+
+
+def _at(prompt: SpecCounters, position: int) -> int:
+    return prompt.per_position[position] if position < len(prompt.per_position) else 0
+
+
+def ratio_interval(drafts: Sequence[int], counts: Sequence[int]) -> tuple[float, float] | None:
+    """The 95 % interval of Σcounts/Σdrafts (accepted tokens per drafting step, or the steps reaching a position) over
+    the prompts' population, None below the minimum number of prompts or of effective prompts.
 
     Prompts, not drafting steps, are the independent units: AL varies more between prompts than between the
     steps of one. The ratio's jackknife standard error, on the log scale, with Student t on a third of the prompts'
@@ -147,12 +166,12 @@ def acceptance_interval(drafts: Sequence[int], accepted: Sequence[int]) -> tuple
     effective = effective_prompts(drafts) if total else 0.0
     if n < MIN_PROMPTS_FOR_INTERVAL or effective < MIN_EFFECTIVE_PROMPTS:
         return None
-    ratio = sum(accepted) / total
-    if ratio == 0 or total == max(drafts):  # nothing accepted, or one prompt drafted alone: no spread to read
-        return 1 + ratio, 1 + ratio
-    spread = _jackknife_error(drafts, accepted) / ratio
+    ratio = sum(counts) / total
+    if ratio == 0 or total == max(drafts):  # nothing counted, or one prompt drafted alone: no spread to read
+        return ratio, ratio
+    spread = _jackknife_error(drafts, counts) / ratio
     t = t_quantile(0.975, max(1, math.floor(effective / 3)))
-    return 1 + ratio * math.exp(-t * spread), 1 + ratio * math.exp(t * spread)
+    return ratio * math.exp(-t * spread), ratio * math.exp(t * spread)
 
 
 def _jackknife_error(drafts: Sequence[int], accepted: Sequence[int]) -> float:

@@ -38,7 +38,10 @@ class AtTemperature(TypedDict):
     prompts: NotRequired[int]
     prompts_effective: NotRequired[float]
     per_position: list[float]  # cumulative, as Acceptance's
-    per_position_interval: list[list[float]]  # Wilson's 95 %, drafting steps as the units
+    # Each rate's 95 % interval: over prompts, as AL's, since issue 56 (`per_position_interval_over` "prompts"; empty
+    # where the prompts cannot carry one); before it, Wilson's over drafting steps (no `per_position_interval_over`).
+    per_position_interval: list[list[float]]
+    per_position_interval_over: NotRequired[str]
     drafts: int
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from django.core.paginator import Paginator
@@ -52,7 +53,7 @@ def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # Sampled acceptance rests on the engine's speculative sampling: its own test's outcome is shown beside it.
         "sampling_judged": next((row for row in page["properties"] if row["title"] == "sampling equivalence"), None),
         "temperature_rows": [  # each position's rate beside its interval, for the table's cells
-            {**row, "positions": list(zip(row["per_position"], row["per_position_interval"], strict=False))}
+            {**row, "positions": list(itertools.zip_longest(row["per_position"], row["per_position_interval"]))}
             for row in (acceptance.get("by_temperature", []) if acceptance else [])
         ],
     }

@@ -104,12 +104,15 @@ def test_acceptance_by_temperature_lists_each_temperature_coolest_first_with_al_
     assert rows[1]["mean_acceptance_length"] == pytest.approx(1 + 80 / 96) and rows[1]["drafts"] == 96
     assert (rows[0]["mean_acceptance_length"] or 0) > (rows[1]["mean_acceptance_length"] or 0)
     assert rows[0]["prompts"] == 8 and len(rows[0]["mean_acceptance_length_interval"]) == 2
-    for row in rows:  # Wilson's interval holds each cumulative rate, within [0, 1]
+    for row in rows:  # each cumulative rate's interval is over the prompts, within [0, 1]
+        assert row["per_position_interval_over"] == "prompts"
         for rate, (low, high) in zip(row["per_position"], row["per_position_interval"], strict=True):
             assert 0 <= low <= rate <= high <= 1
-    assert rows[1]["per_position_interval"][3][0] == 0.0 and rows[1]["per_position_interval"][3][1] > 0  # none seen, yet not 0
-    alone = metrics.by_temperature({0.7: (sum(hot, SpecCounters()), None)})  # no per-prompt counts: no AL interval
+    assert rows[0]["per_position_interval"][3][0] < rows[0]["per_position"][3] < rows[0]["per_position_interval"][3][1]
+    assert rows[1]["per_position_interval"] == [[0.5, 0.5], [0.25, 0.25], [1 / 12, 1 / 12], [0.0, 0.0]]  # alike prompts
+    alone = metrics.by_temperature({0.7: (sum(hot, SpecCounters()), None)})  # no per-prompt counts: no interval at all
     assert "mean_acceptance_length_interval" not in alone[0] and "prompts" not in alone[0]
+    assert alone[0]["per_position_interval"] == [] and alone[0]["per_position"]  # the rates stand, exact for the prompts
 
 
 def test_a_temperature_that_drafted_nothing_has_no_rates_and_no_position_intervals():
