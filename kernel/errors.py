@@ -58,6 +58,12 @@ ERRORS: dict[str, ErrorText] = {
         "The certification crashed with an unexpected error.",
         "This is a SpecHub bug or an infrastructure fault; the run retries automatically.",
     ),
+    "own-machines:no-worker": ErrorText(
+        Fault.USER,
+        "The run was for your own machines only, and none of your workers on its hardware class came for it in time.",
+        "Start `python -m workers serve` on a machine of yours with this label (register it on your workers page), "
+        "then certify again; or certify on SpecHub's hosted workers. This run no longer counts against your daily runs.",
+    ),
     "hub:not-found": ErrorText(
         Fault.USER,
         "The Hub has no such repository, or no such revision in it.",

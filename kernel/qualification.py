@@ -23,6 +23,7 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from kernel.result import Power as Power
 from kernel.result import TwoTokenTest
+from kernel.typed import mismatch, unstorable
 
 SCHEMA_VERSION = 1
 KIND = "spechub.engine-qualification"
@@ -107,6 +108,17 @@ def load(raw: Mapping[str, Any]) -> Record:
     if raw.get("digest") != digest_of(raw):
         raise UnreadableQualification("its digest does not match its content")
     return cast(Record, dict(raw))
+
+
+def readable(raw: Mapping[str, Any]) -> Record:
+    """Return `raw` as a record, as `load` does, once every field is of its type: a record from outside (a self-hosted
+    worker's) is read by the engines pages, the API and every verdict that cites it, for good."""
+    record = load(raw)
+    if where := unstorable(raw):
+        raise UnreadableQualification(f"its {where}")
+    if wrong := mismatch(raw, Record, "record"):
+        raise UnreadableQualification(wrong)
+    return record
 
 
 def relevant_controls(record: Record, method: str) -> list[Control]:

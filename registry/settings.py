@@ -287,6 +287,12 @@ SPECHUB_QUALIFY_CONTROLS = env_list(
     "SPECHUB_QUALIFY_CONTROLS",
     ["verifier-alone", "self-draft", "draft_model", "eagle3", "eagle3-reduced", "ngram", "synthetic-rejection"],
 )
+# Self-hosted workers (registry/fleet/): the open (unused, unexpired) registration tokens and the workers (not revoked)
+# one user may hold, and how long a run for their own machines only waits with none of their workers seen on its
+# hardware class before it fails (own-machines:no-worker) and stops counting against their daily runs.
+SPECHUB_REGISTRATION_TOKENS_PER_USER = env_int("SPECHUB_REGISTRATION_TOKENS_PER_USER", 10, minimum=1)
+SPECHUB_WORKERS_PER_USER = env_int("SPECHUB_WORKERS_PER_USER", 20, minimum=1)
+SPECHUB_OWN_MACHINES_WAIT_SECONDS = env_int("SPECHUB_OWN_MACHINES_WAIT_SECONDS", 24 * 3600, minimum=60)
 
 # --- The Hub -----------------------------------------------------------------
 # HF_ENDPOINT is huggingface_hub's own variable; `make hub` serves the toy zoo there.

@@ -27,7 +27,8 @@ ACTIVE_STATES = frozenset(ACTIVE_PATH)
 _ENDINGS = {RunState.FAILED_USER, RunState.FAILED_INFRA, RunState.CANCELLED, RunState.STALE}
 
 TRANSITIONS: dict[RunState, frozenset[RunState]] = {
-    RunState.QUEUED: frozenset({RunState.FETCHING, RunState.CANCELLED}),
+    # A run for its owner's own machines only fails unstarted when none of their workers comes for it in time.
+    RunState.QUEUED: frozenset({RunState.FETCHING, RunState.FAILED_USER, RunState.CANCELLED}),
     # An active run may move on, fail, be cancelled, go stale, or go back to
     # the queue for an infrastructure retry.
     RunState.FETCHING: frozenset({RunState.GATING, RunState.QUEUED, *_ENDINGS}),

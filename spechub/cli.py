@@ -11,7 +11,9 @@
 The server comes from --url, SPECHUB_URL or the config file; the token from SPECHUB_TOKEN or the
 config file, sent only to the configured server (spechub.client). `verify` trusts the key it is
 given, or the key pinned for the server in known_keys.json beside the config file: recorded on
-first use, then never fetched again, and the certificate's issuer must be the one pinned with it.
+first use (only for a certificate and a server that name an issuer), then never fetched again, and the
+certificate's issuer must be the one pinned with it. Every answer is checked against its shape (spechub.shapes), and
+one over 32 MiB is refused (--max-answer-mb raises the cap).
 Exit codes: 0 done (and the verdict meets --require); 1 the pair's
 or the input's fault; 2 the service's fault or unreachable; 3 a verdict below --require.
 """
@@ -20,15 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spechub import keyring, watch
+from spechub import capped, keyring, watch
 from spechub.client import Client, SpecHubError
-from spechub.shapes import Property, Run, Verdict
+from spechub.shapes import AtConcurrency, Property, Run, Verdict
 
 LEVELS = {"failed": 0, "provisional": 1, "certified": 2}
 BELOW_REQUIRED = 3
@@ -41,6 +44,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     server.add_argument("--url", help="The SpecHub server (default: SPECHUB_URL, or `url` in the config file).")
     server.add_argument("--allow-http", action="store_true",
                         help="Allow plain http to another machine (SPECHUB_ALLOW_HTTP=1); https is the default.")  # fmt: skip
+    server.add_argument("--max-answer-mb", type=_mebibytes, default=capped.DEFAULT_MIB, metavar="MIB",
+                        help=f"Refuse an answer larger than this (default {capped.DEFAULT_MIB} MiB).")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, about: str) -> argparse.ArgumentParser:
@@ -84,6 +89,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _mebibytes(text: str) -> float:
+    try:
+        found = float(text)
+    except ValueError:
+        found = math.nan
+    if not (math.isfinite(found) and found > 0):
+        raise argparse.ArgumentTypeError(f"give a number of MiB above 0, not {text[:40]!r}")
+    return found
+
+
 def _pair_arguments(parser: argparse.ArgumentParser, *, draft_required: bool) -> None:
     parser.add_argument("--draft", required=draft_required, help="The draft's Hub repo id (omit for ngram with gate).")
     parser.add_argument("--revision", default="main", help="The draft's revision.")
@@ -111,21 +126,32 @@ def main(argv: list[str] | None = None) -> int:
             return verify(args)
         if args.command == "reproduce":
             return reproduce(args)
-        client = Client.from_environment(url=args.url, allow_http=args.allow_http)
-        return int(COMMANDS[args.command](client, args))
+        return int(COMMANDS[args.command](_client(args), args))
     except SpecHubError as error:
         print(f"spechub: {error.code}: {error.message}", file=sys.stderr)
         return INVALID if 300 <= error.status < 500 else 2  # a redirect: the URL given was not the server's own
+    except OSError as error:  # a file named on the command line: missing, a directory, not ours to read or write
+        named = error.filename if error.filename is not None else "a file"
+        print(f"spechub: {named}: {error.strerror or error}; give the path of a file you can read (or write, for --out)",
+              file=sys.stderr)  # fmt: skip
+        return INVALID
+
+
+def _client(args: argparse.Namespace) -> Client:
+    client = Client.from_environment(url=args.url, allow_http=args.allow_http)
+    client.max_answer_bytes = int(args.max_answer_mb * 2**20)
+    return client
 
 
 def gate(client: Client, args: argparse.Namespace) -> int:
     report = client.compatibility(verifier=args.verifier, draft=args.draft, method=args.method, k=args.k,
                                   verifier_revision=args.verifier_revision, draft_revision=args.revision)  # fmt: skip
-    said = "compatible" if report["compatible"] else "INCOMPATIBLE"
-    print(f"{said}: {report.get('method')}, k={report.get('num_speculative_tokens')}")
-    for finding in report.get("findings", []):
+    compatible = report["compatible"] is True  # checked a bool already; only true passes, whatever else comes
+    said = "compatible" if compatible else "INCOMPATIBLE"
+    print(f"{said}: {report['method']}, k={report['num_speculative_tokens']}")
+    for finding in report["findings"]:
         print(f"  {finding['severity']:<8} {finding['code']}: {finding['message']}")
-    return 0 if report["compatible"] else INVALID
+    return 0 if compatible else INVALID
 
 
 def submit(client: Client, args: argparse.Namespace) -> int:
@@ -209,15 +235,23 @@ def verify(args: argparse.Namespace) -> int:
     return EXPIRED if expired else 0
 
 
+class Unpinnable(Exception):
+    """Trust on first use cannot bind the server's key to an issuer: nothing is pinned."""
+
+
 def _verified(args: argparse.Namespace) -> Any:
     """The certificate's verified content, or None after saying on stderr why it is not valid."""
     from kernel import certificates
 
     try:
-        key, issuer = _trusted_key(args)
-        verified = certificates.verify(args.file.read_bytes(), key)
+        data = args.file.read_bytes()
+        key, issuer = _trusted_key(args, data)
+        verified = certificates.verify(data, key)
     except (OSError, certificates.CertificateInvalid) as invalid:
         print(f"NOT VALID: {invalid}", file=sys.stderr)
+        return None
+    except Unpinnable as refused:
+        print(f"spechub: {refused}", file=sys.stderr)
         return None
     named = verified.payload.get("issuer")
     if issuer and named != issuer:
@@ -226,18 +260,18 @@ def _verified(args: argparse.Namespace) -> Any:
     return verified
 
 
-def _trusted_key(args: argparse.Namespace) -> tuple[Any, str | None]:
+def _trusted_key(args: argparse.Namespace, data: bytes) -> tuple[Any, str | None]:
     """The key to verify with and the issuer it belongs to: given on the command line, or pinned for the server."""
     from kernel import certificates
 
     if args.public_key:
         return certificates.load_public_key(args.public_key), args.issuer
-    client = Client.from_environment(url=args.url, allow_http=args.allow_http)
+    client = _client(args)
     ring = keyring.read()
     pinned = ring.get(client.base_url)
     first_use = pinned is None
     if pinned is None:
-        pinned = {**client.public_key(), "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        pinned = _first_use(client, args.file, data)
     if not isinstance(pinned, dict) or not isinstance(pinned.get("public_key_pem"), str):
         raise SpecHubError(0, "client:config-invalid", f"{keyring.path()}: the entry for {client.base_url} holds no PEM key; "
                            "remove it and verify again to pin the server's key")  # fmt: skip
@@ -248,6 +282,29 @@ def _trusted_key(args: argparse.Namespace) -> tuple[Any, str | None]:
         print(f"spechub: trusting {said} on first use; pinned in {keyring.path()}, its certificates are checked against it "
               "from now on.", file=sys.stderr)  # fmt: skip
     return key, str(pinned.get("issuer") or "") or None
+
+
+def _first_use(client: Client, path: Path, data: bytes) -> dict[str, str]:
+    """The server's key and issuer to pin. Trust on first use binds the key to an issuer, which every later
+    certificate must name: with none on either side, any certificate the key signed would pass as this server's."""
+    advice = (f"Nothing was pinned. Get the issuer's public key from its operator, some way you trust, and verify with "
+              f"it: spechub verify {path} --public-key issuer.pem")  # fmt: skip
+    offered = client.public_key()
+    if not _issuer_named(data):
+        raise Unpinnable(f"{path} names no issuer, and trust on first use needs one to bind {client.base_url}'s key to. "
+                         + advice)  # fmt: skip
+    if not offered["issuer"]:
+        raise Unpinnable(f"{client.base_url} names no issuer for its key, and trust on first use needs one. " + advice)
+    return {**offered, "pinned_at": datetime.now(UTC).isoformat(timespec="seconds")}
+
+
+def _issuer_named(data: bytes) -> str:
+    """The issuer a certificate names, read before its signature is checked: only to decide whether to pin."""
+    from kernel import certificates
+
+    payload: object = certificates.payload_of(data)
+    named = payload.get("issuer") if isinstance(payload, dict) else None
+    return named if isinstance(named, str) else ""
 
 
 def reproduce(args: argparse.Namespace) -> int:
@@ -278,13 +335,25 @@ def compare(client: Client, args: argparse.Namespace) -> int:
                 follow(client, run["id"])
     report = client.workload_report(args.workload, concurrency=args.concurrency)
     for row in report["candidates"]:
-        at, al = row["at_concurrency"], (row["acceptance"] or {}).get("mean_acceptance_length")
-        speed = f"{at['speedup']:.2f}x [{at['interval'][0]:.2f}, {at['interval'][1]:.2f}]" if at else "not measured"
         outputs = "no output difference found" if row["equivalent"] else "OUTPUTS DIFFER"
-        print(f"  {row['draft']:<40} AL {al or 0:.2f}  speedup {speed}  {outputs}")
+        figures = f"AL {_acceptance_length(row['acceptance'])}  speedup {_speed(row['at_concurrency'])}"
+        print(f"  {row['draft']:<40} {figures}  {outputs}")
     recommendation = report["recommendation"]
     print(recommendation["reason"] if recommendation else "nothing measured on this workload yet")
     return 0 if recommendation and recommendation["pair"] else INVALID
+
+
+def _speed(at: AtConcurrency | None) -> str:
+    if at is None:
+        return "not measured"
+    interval = at["interval"]
+    return f"{at['speedup']:.2f}x" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if len(interval) == 2 else " (no interval)")
+
+
+def _acceptance_length(acceptance: dict[str, object] | None) -> str:
+    """The mean acceptance length of a free-form acceptance document: the server's to shape, so read with care."""
+    found = (acceptance or {}).get("mean_acceptance_length")
+    return f"{found:.2f}" if isinstance(found, int | float) and not isinstance(found, bool) else "-"
 
 
 COMMANDS = {"gate": gate, "submit": submit, "runs": runs, "recommend": recommend, "upload": upload, "compare": compare,

@@ -5,7 +5,8 @@
     submission = client.submit(draft="org/head", verifier="org/model")
     run = client.wait(submission["run"], on_progress=print)
 
-Every error the server answers comes back as `SpecHubError` with its code and message.
+Every error the server answers comes back as `SpecHubError` with its code and message; so does an answer that is
+not the shape spechub.shapes says (naming the field), and one past `max_answer_bytes`.
 
 The token goes only to the server it was configured with (SPECHUB_URL or the config file's `url`;
 a token given with no configured server goes to the server named), only on calls that need a
@@ -26,11 +27,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast, get_origin
+from typing import Any, TypeVar, cast
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from spechub import capped, checked
 from spechub.shapes import (
     GateReport,
     Ingested,
@@ -49,7 +51,6 @@ from spechub.shapes import (
 FINAL_STATES = frozenset({"finished", "failed_user", "failed_infra", "cancelled"})
 CONFIG = Path("~/.config/spechub/config.toml")
 _SET_URL = "--url, SPECHUB_URL or the config file's url"
-_T = TypeVar("_T")
 _Shape = TypeVar("_Shape")
 
 
@@ -79,6 +80,9 @@ def config() -> Settings:
         stored = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SpecHubError(0, "client:config-invalid", f"{path}: {exc}") from None
+    except RecursionError:  # arrays nested deeper than the parser's stack
+        said = f"{path}: nested too deeply to read; the file holds only url and token"
+        raise SpecHubError(0, "client:config-invalid", said) from None
     if stored.get("token") and mode & 0o044:
         raise SpecHubError(0, "client:config-unsafe", f"{path} holds your token and others may read it: chmod 600 {path}")
     return _settings(stored, path)
@@ -135,6 +139,7 @@ class Client:
     base_url: str
     token: str | None = None
     timeout: float = 60.0
+    max_answer_bytes: int = capped.DEFAULT_MIB * 2**20
 
     @classmethod
     def from_environment(cls, url: str | None = None, token: str | None = None, *, allow_http: bool = False) -> Client:
@@ -156,15 +161,36 @@ class Client:
         return cls(normalised(found), secret)
 
     def _request(self, method: str, path: str, *, auth: bool = False, **options: Any) -> httpx.Response:
-        headers = {"Authorization": f"Token {self.token}"} if auth and self.token else {}
+        headers = {"Accept-Encoding": capped.ENCODINGS}
+        if auth and self.token:
+            headers["Authorization"] = f"Token {self.token}"
         headers.update(options.pop("headers", None) or {})
         try:
-            answer = httpx.request(method, f"{self.base_url}{path}", headers=headers, timeout=self.timeout, **options)
+            with (
+                httpx.Client(timeout=self.timeout, follow_redirects=False) as http,
+                http.stream(method, f"{self.base_url}{path}", headers=headers, **options) as streamed,
+            ):
+                answer = self._whole(streamed, f"{method} {path}")
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise SpecHubError(0, "client:unreachable", f"{self.base_url}: {exc}") from None
         if not answer.is_success:
             raise _redirected(answer, self.base_url) if 300 <= answer.status_code < 400 else _refusal(answer)
         return answer
+
+    def _whole(self, streamed: httpx.Response, asked: str) -> httpx.Response:
+        """The streamed answer read whole, decoded, up to max_answer_bytes; SpecHubError past it."""
+        try:
+            body = capped.body(streamed, self.max_answer_bytes)
+        except capped.TooLarge as large:
+            said = f"{self.base_url} answered {asked} with {large}, more than this client reads"
+            raise SpecHubError(0, "client:answer-too-large", f"{said}: pass --max-answer-mb with a larger cap "
+                               "if the server is the SpecHub you meant.") from None  # fmt: skip
+        except capped.Unread as unread:
+            raise SpecHubError(0, "client:not-json", f"{self.base_url} answered {asked} with {unread}: check that the URL "
+                               f"is the SpecHub server's ({_SET_URL}).") from None  # fmt: skip
+        kept = [(key, value) for key, value in streamed.headers.multi_items()
+                if key.lower() not in ("content-encoding", "content-length")]  # fmt: skip
+        return httpx.Response(streamed.status_code, headers=kept, content=body, request=streamed.request)
 
     def _json(self, method: str, path: str, *, auth: bool = False, **options: Any) -> object:
         """The answer's JSON; SpecHubError when a 2xx is not JSON (a proxy's page, or not SpecHub at this URL)."""
@@ -175,13 +201,15 @@ class Client:
             raise _not_json(answer, self.base_url) from None
 
     def _answer(self, shape: type[_Shape], method: str, path: str, *, auth: bool = False, **options: Any) -> _Shape:
-        """The answer read as `shape`, a TypedDict of spechub.shapes or a list of one; SpecHubError when it is not
-        even the JSON object or list that `shape` is."""
-        kind = get_origin(shape) or dict  # list for list[Run]; a TypedDict is a dict
-        found = _shaped(self._json(method, path, auth=auth, **options), kind, f"{method} {path}")
-        # The one place JSON becomes a typed answer. The shapes mirror the server's OpenAPI schema, and
-        # tests/test_client_shapes.py fails when the server renames a key they name; checking every key here
-        # again, on every answer, would be a second copy of that schema.
+        """The answer read as `shape`, a TypedDict of spechub.shapes or a list of one, checked field by field
+        (spechub.checked); SpecHubError naming the first field that is not what the shape says, and the server."""
+        found = self._json(method, path, auth=auth, **options)
+        try:
+            checked.check(found, shape)
+        except checked.WrongShape as wrong:
+            said = f"{self.base_url} answered {method} {path} in a shape this client does not read: {wrong}"
+            raise SpecHubError(0, "client:unexpected-answer", f"{said}. Is this SpecHub, at a version this spechub "
+                               "speaks to?") from None  # fmt: skip
         return cast(_Shape, found)
 
     def compatibility(self, *, verifier: str, draft: str | None = None, method: str | None = None, k: int | None = None,
@@ -204,9 +232,7 @@ class Client:
 
     def runs(self) -> list[Run]:
         """The newest page of runs."""
-        page = self._answer(RunPage, "GET", "/api/v1/runs/", auth=True)
-        results: list[Run] = _shaped(page.get("results"), list, "GET /api/v1/runs/ results")
-        return results
+        return self._answer(RunPage, "GET", "/api/v1/runs/", auth=True)["results"]
 
     def pair(self, pair_id: int) -> PairDetail:
         return self._answer(PairDetail, "GET", f"/api/v1/pairs/{pair_id}/")
@@ -234,8 +260,7 @@ class Client:
     def public_key(self) -> dict[str, str]:
         """The server's certificate key (PEM) and the issuer its certificates name; anonymous."""
         found = self._answer(PublicKey, "GET", "/api/v1/certificates/public-key/")
-        pem = _shaped(found.get("public_key_pem"), str, "the public key's public_key_pem")
-        return {"public_key_pem": pem, "issuer": str(found.get("issuer") or "")}
+        return {"public_key_pem": found["public_key_pem"], "issuer": found["issuer"]}
 
     def certificate_file(self, certificate_id: int) -> bytes:
         """The signed certificate file, byte for byte as issued."""
@@ -302,14 +327,6 @@ def _not_json(answer: httpx.Response, base_url: str) -> SpecHubError:
     return SpecHubError(answer.status_code, "client:not-json",
                         f"{base_url} answered HTTP {answer.status_code} with {kind}, not SpecHub's JSON: "
                         f"check that the URL is the SpecHub server's ({_SET_URL}).")  # fmt: skip
-
-
-def _shaped(found: object, kind: type[_T], what: str) -> _T:
-    """`found` when it is a `kind`; a server answering another shape is not the SpecHub this client speaks to."""
-    if not isinstance(found, kind):
-        got = type(found).__name__
-        raise SpecHubError(0, "client:unexpected-answer", f"{what}: expected a JSON {kind.__name__}, got {got}; is this SpecHub?")
-    return found
 
 
 def _seconds(retry_after: str | None) -> float | None:

@@ -15,6 +15,9 @@ from typing import Any
 
 from spechub.client import SpecHubError, config_file
 
+MAX_BYTES = 1024 * 1024  # a pinned key is about 200 bytes a server
+FIX = "remove the file (or the broken entry) and verify again to pin each server's key"
+
 
 def path() -> Path:
     return config_file().with_name("known_keys.json")
@@ -23,17 +26,25 @@ def path() -> Path:
 def read() -> dict[str, dict[str, str]]:
     """The pinned keys by server URL ({} before the first)."""
     found = path()
-    if not found.is_file():
+    if not found.exists():
         return {}
+    if not found.is_file():
+        raise SpecHubError(0, "client:config-invalid", f"{found} is not a file: remove it, and verify again to pin a key")
     if found.stat().st_mode & 0o022:
         raise SpecHubError(0, "client:config-unsafe",
                            f"{found} is writable by others, who could plant their key: chmod 600 {found}")  # fmt: skip
     try:
-        ring: Any = json.loads(found.read_text())
-    except (OSError, ValueError) as exc:
-        raise SpecHubError(0, "client:config-invalid", f"{found}: {exc}") from None
-    if not isinstance(ring, dict):
-        raise SpecHubError(0, "client:config-invalid", f"{found}: expected a JSON object of servers")
+        with found.open("rb") as stream:
+            data = stream.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise ValueError(f"more than {MAX_BYTES // 2**20} MiB, which no list of pinned keys is")
+        ring: Any = json.loads(data)
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise SpecHubError(0, "client:config-invalid", f"{found}: {exc}; {FIX}") from None
+    except RecursionError:  # nested deeper than the parser's stack: no keyring is
+        raise SpecHubError(0, "client:config-invalid", f"{found}: its JSON is nested too deeply to read; {FIX}") from None
+    if not isinstance(ring, dict) or not all(isinstance(entry, dict) for entry in ring.values()):
+        raise SpecHubError(0, "client:config-invalid", f"{found}: expected a JSON object of servers, each an object; {FIX}")
     return ring
 
 

@@ -24,8 +24,9 @@ from django.test import Client as WebClient
 from django.utils import timezone
 
 from registry.states import FINAL_STATES
-from spechub import client, shapes, watch
+from spechub import checked, client, shapes, watch
 from tests.support.factories import PairFactory, RunFactory
+from tests.support.runs import finish_run
 
 Node = Mapping[str, Any]
 ZOO = Path(__file__).parents[1] / "zoo" / "models" / "spechub-toy"
@@ -217,3 +218,23 @@ def test_the_watchers_own_snapshot_is_taken_and_answered_with_every_key_its_shap
                               headers={"Authorization": f"Bearer {registered.json()['ingest_token']}"})  # fmt: skip
     assert answer.status_code == 201, answer.content
     assert list(absent(shapes.Ingested, answer.json(), "POST /api/v1/deployments/<id>/observations/")) == []
+
+
+@pytest.mark.django_db
+def test_the_servers_own_answers_pass_the_run_time_check_every_spechub_command_reads_them_through():
+    """A finished run, the runs page, the pair page and the recommendations, as the server writes them, held to the
+    types their shapes say (spechub.checked): a shape stricter than the server would refuse a real answer."""
+    pair = PairFactory.create()
+    run = finish_run(pair, ratios=[1.4, 1.5, 1.6, 1.5])
+    web = WebClient()
+    web.force_login(User.objects.create_user("staff", is_staff=True))
+    asked = {
+        f"/api/v1/runs/{run.pk}/": shapes.Run,
+        "/api/v1/runs/": shapes.RunPage,
+        f"/api/v1/pairs/{pair.pk}/": shapes.PairDetail,
+        f"/api/v1/recommendations/?verifier={pair.verifier.repo_id}&hardware=cpu": shapes.Recommendations,
+    }
+    for path, shape in asked.items():
+        answer = web.get(path)
+        assert answer.status_code == 200, (path, answer.content[:300])
+        checked.check(answer.json(), shape)

@@ -48,6 +48,8 @@ PYTHON = {
     ("registry/traffic/report.py", "recommend"): "'faster': result.speed_label against the candidate's margin",
     ("registry/traffic/services.py", "workload_certify"): "pass pair ids (an instruction)",
     ("spechub/client.py", "plain_http_check"): "pass --allow-http (an instruction)",
+    ("spechub/client.py", "_whole"): "pass --max-answer-mb (an instruction)",
+    ("kernel/typed.py", "_number"): "'within ±2**53': a range check on an incoming number",
     ("workers/__main__.py", "parse"): "help: within a stated precision",
     ("workers/__main__.py", "run_qualify"): "'every control passes': the qualification record",
 }
@@ -65,6 +67,7 @@ TEMPLATES = {
     ("registry/pair.html", "measurably faster up to"): "break_even_bounds: speed_label's margin, in sequence",
     ("registry/pair.html", 'sampling_judged.outcome != "pass"'): "the run's own sampling verdict, shown where it did not pass",
     ("registry/pair.html", "faster upward from the lowest"): "prose: the fixed sequence",
+    ("registry/pair.html", "within 25 % (plus 5 ms"): "engine_latency.agrees, held by tests/workers/test_engine_latency.py",
     ("registry/workload.html", "faster up to c="): "break_even_bounds: speed_label's margin, in sequence",
 }
 

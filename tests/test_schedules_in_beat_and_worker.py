@@ -34,7 +34,8 @@ def scheduled(tmp_path):
     """Beat and a CPU worker, with every sweep running each second."""
     with override_settings(SPECHUB_SWEEP_SECONDS=1, SPECHUB_ENGINE_CHECK_SECONDS=1):
         names = schedules_install()
-    assert len(names) == 8  # stale runs, lost dispatches, webhooks, emails, Hub PRs, engine changes, expiry, thinning
+    # stale runs, lost dispatches, unserved own-machines runs, webhooks, emails, Hub PRs, engine changes, expiry, thinning
+    assert len(names) == 9
     env = {
         "SPECHUB_DIRECTOR_STAGES": "tests.support.stages.injected_quick_stages",
         "SPECHUB_TEST_MARKERS": str(tmp_path),

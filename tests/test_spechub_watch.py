@@ -87,7 +87,8 @@ EXPECTED = {"drafts": 120, "draft_tokens": 360, "accepted": 180, "per_position":
 
 
 Answer = tuple[int, dict[str, Any] | str, dict[str, str]]  # SpecHub's stand-in's reply: status, JSON body (or text), headers
-STORED: Answer = (201, {"stored": 1, "state": "collecting", "reason": "one more snapshot makes a window"}, {})
+STORED: Answer = (201, {"stored": 1, "skipped": 0, "state": "collecting", "reason": "one more snapshot makes a window",
+                        "live_al": None}, {})  # fmt: skip
 
 
 @dataclass

@@ -35,7 +35,7 @@ from kernel.repos import HubRepo, gate_check
 from kernel.settings import export
 from kernel.spec import ModelRef, Plan, RunSpec, levels_for, most_pairs_for
 from kernel.verdict import rejudge
-from workers import cost, remote
+from workers import answers, cost, remote
 from workers.qualification import CONTROLS, MODES, Settings, qualify
 from workers.reproduce import Comparison, compare, spec_from_certificate
 from workers.stages import default_stages, unserved_stages
@@ -104,7 +104,8 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--qualifier", default="workers.qualification.qualify_build",
                        help="Dotted path of the engine controls, run before claiming where the registry asks.")  # fmt: skip
     serve.add_argument("--poll", type=float, default=10.0, help="Seconds between claims while no run waits.")
-    serve.add_argument("--once", action="store_true", help="Certify one run (or none, if none waits), then exit.")
+    serve.add_argument("--once", action="store_true",
+                       help="Certify one run (or none, if none waits), then exit; 5 when its upload was refused.")  # fmt: skip
     serve.add_argument("--verbose", action="store_true", help=VERBOSE)
 
 
@@ -114,8 +115,8 @@ def run_serve(args: argparse.Namespace, terminal: console.Terminal) -> int:
         registry.credential = remote.credential(registry, args.credential_file, args.token, args.name, args.engine)
         for hardware in remote.qualify_where_asked(registry, args.engine, args.qualifier):
             terminal.err.write(f"qualified {args.engine} on {hardware} here, and sent the record\n")
-        return remote.serve(registry, stages=args.stages, poll_seconds=args.poll, once=args.once)
-    except remote.Refused as refused:
+        return remote.serve(registry, stages=args.stages, poll_seconds=args.poll, once=args.once, say=terminal.err.write)
+    except answers.Refused as refused:  # a Garbled answer too: the field it names, never a traceback
         terminal.err.write(f"serve stopped: {refused}\n")
         return 5
     except httpx.HTTPError as unreachable:

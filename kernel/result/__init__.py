@@ -8,12 +8,14 @@ schema version changes one place. `load` upgrades older documents as it reads th
 - `schema`: the document's types and the labels a figure may carry;
 - `upgrade`: reading a stored document of any version as the current one (the version history is there);
 - `read`: the accessors every reader goes through, and the certified results;
-- `rows`: the figures as pages, exports and the API's summary show them (speed by level, latency rows, precision).
+- `rows`: the figures as pages, exports and the API's summary show them (speed by level, latency rows, precision);
+- `check`: a document from outside read by all of them before it is kept (`readable`).
 """
 
 from __future__ import annotations
 
 from kernel.result.acceptance_schema import Acceptance, AtK, AtLength, AtTemperature, Counts
+from kernel.result.check import readable
 from kernel.result.property_schema import Divergence, DivergenceIn, Evidence, Properties, PropertyVerdict
 from kernel.result.read import (
     acceptance,
@@ -206,6 +208,7 @@ __all__ = [
     "measurement",
     "precision",
     "properties",
+    "readable",
     "serve_command",
     "served_schedule",
     "servers",

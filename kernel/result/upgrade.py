@@ -42,8 +42,9 @@ def load(raw: Mapping[str, Any] | None) -> ResultDocument | None:
     if not raw:
         return None
     version = raw.get("schema_version")
-    if version not in READABLE_VERSIONS:
-        raise UnreadableResult(f"Result schema version {version!r}; this code reads {sorted(READABLE_VERSIONS)}.")
+    # An integer: true and 1.0 equal 1 in a set, and were read as version 1.
+    if type(version) is not int or version not in READABLE_VERSIONS:
+        raise UnreadableResult(f"Result schema_version {version!r}; this code reads {sorted(READABLE_VERSIONS)} (an integer).")
     document = cast(ResultDocument, {"spec": {}, "stages": {}, "workloads": {}, "environment": {}, **raw})
     if version == 1:
         document = _from_v1(document)

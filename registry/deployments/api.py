@@ -11,6 +11,8 @@ from typing import Annotated, Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import permissions, serializers, status
 from rest_framework.exceptions import AuthenticationFailed, Throttled
@@ -123,6 +125,7 @@ class Timeline(TypedDict):
     positions: list[selectors.PositionRow]
 
 
+@method_decorator(never_cache, name="dispatch")  # a registration's answer shows its ingest token: no cache may keep it
 class DeploymentList(APIView):
     """GET: your deployments. POST: register one; the answer carries its ingest token, shown this once."""
 
@@ -197,6 +200,7 @@ class IngestReset(APIView):
         return Response({"removed": services.deployment_ingest_reset(deployment=deployment)})
 
 
+@method_decorator(never_cache, name="dispatch")  # the answer shows the new ingest token: no cache may keep it
 class DeploymentToken(APIView):
     """POST: a new ingest token (the old one stops working), shown this once. DELETE: revoke the token."""
 
@@ -256,10 +260,14 @@ def _by_token(request: Request, pk: int) -> Deployment:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.startswith(services.TOKEN_PREFIX):
         raise AuthenticationFailed("Send the deployment's ingest token: `Authorization: Bearer shd_...`.", code="ingest-token")
-    found = Deployment.objects.select_related("pair").filter(pk=pk, token_hash=services.token_digest(token.strip())).first()
+    found = selectors.deployment_by_token(pk=pk, token_hash=services.token_digest(token.strip()))
     if found is None:
         raise AuthenticationFailed("This ingest token is not valid for this deployment: it was revoked or replaced. "
                                    "Issue a new one on the deployment's page.", code="ingest-token")  # fmt: skip
+    if not found.owner.is_active:
+        raise AuthenticationFailed("The account that owns this deployment is deactivated: its ingest token stopped "
+                                   "with it. Ask the registry's staff to reactivate the account.",
+                                   code="owner-deactivated")  # fmt: skip
     return found
 
 

@@ -33,6 +33,11 @@ def deployment_for(*, user: Any, pk: int) -> Deployment:
     return found
 
 
+def deployment_by_token(*, pk: int, token_hash: str) -> Deployment | None:
+    """Deployment `pk` if its ingest token hashes to `token_hash`, with its owner (whose account must be active)."""
+    return Deployment.objects.select_related("pair", "owner").filter(pk=pk, token_hash=token_hash).first()
+
+
 def deployment_owned(*, user: Any, pk: int) -> Deployment:
     """The user's own deployment `pk`, for what only its owner may do (staff too get a 404 for another's)."""
     found = deployments_of(user=user).filter(pk=pk, owner_id=user.pk).first() if user.is_authenticated else None

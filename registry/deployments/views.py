@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from kernel import live
@@ -114,7 +115,10 @@ def _detail(request: HttpRequest, deployment: Deployment, token: str | None, ref
         "recertify": _recertify_context(request, deployment) if no_band else None,
         "recertify_refused": refused,
     }
-    return render(request, "registry/deployment.html", context, status=422 if refused else 200)
+    response = render(request, "registry/deployment.html", context, status=422 if refused else 200)
+    if token:  # the page shows the ingest token: no cache may keep it
+        add_never_cache_headers(response)
+    return response
 
 
 class _Recertify(TypedDict):

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
@@ -36,7 +38,10 @@ class WorkerAuthentication(BaseAuthentication):
         scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
         if scheme != SCHEME:
             return None
-        worker = services.worker_authenticated(secret=secret.strip())
+        try:
+            worker = services.worker_authenticated(secret=secret.strip())
+        except services.OwnerDeactivated as gone:
+            raise AuthenticationFailed(str(gone), code="owner-deactivated") from None
         if worker is None:
             raise AuthenticationFailed("This worker credential is revoked or unknown: register the machine again with a "
                                        "new registration token.", code="worker-credential")  # fmt: skip
@@ -163,6 +168,7 @@ class TokenIn(serializers.Serializer[Any]):
     ephemeral = serializers.BooleanField(default=False, help_text="One run, then the worker's credential is gone.")
 
 
+@method_decorator(never_cache, name="dispatch")  # the answer shows a secret: no cache may keep it
 class Tokens(APIView):
     """POST (signed in): a registration token, shown this once; it works once, within the hour."""
 
@@ -174,6 +180,8 @@ class Tokens(APIView):
         given.is_valid(raise_exception=True)
         try:
             token, secret = services.registration_token_create(owner=request.user, **given.validated_data)
+        except services.OverLimit as exc:
+            raise PermissionDenied(str(exc), code="limit") from None
         except FleetRefused as exc:
             raise refused(exc) from None
         body = {
@@ -192,6 +200,7 @@ class RegisterIn(serializers.Serializer[Any]):
     evidence = serializers.DictField(required=False, default=dict, help_text="Devices and memory as vLLM and torch saw them.")
 
 
+@method_decorator(never_cache, name="dispatch")  # the answer shows the worker's credential: no cache may keep it
 class Register(APIView):
     """POST (no credential yet): trade a registration token for the worker's own credential, shown this once."""
 
@@ -211,6 +220,10 @@ class Register(APIView):
                 secret=data["registration_token"], name=data["name"], engine_build=data["engine_build"],
                 evidence=data["evidence"],
             )  # fmt: skip
+        except services.OverLimit as exc:
+            raise PermissionDenied(str(exc), code="limit") from None
+        except services.OwnerDeactivated as exc:
+            raise AuthenticationFailed(str(exc), code="owner-deactivated") from None
         except FleetRefused as exc:
             raise AuthenticationFailed(str(exc), code="registration-token") from None
         body = {"worker": worker.pk, "credential": credential, "labels": worker.labels, "ephemeral": worker.ephemeral}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -24,6 +25,15 @@ def labels_served(*, owner: Any) -> list[str]:
 
 def serves(*, owner: Any, hardware: str) -> bool:
     return hardware in labels_served(owner=owner)
+
+
+def last_seen_on(*, owner: Any, hardware: str) -> datetime | None:
+    """When one of `owner`'s workers on `hardware` last called the registry (or registered, if it never called); None
+    when they never had one there, or their account is deactivated (its workers' calls are refused)."""
+    if not getattr(owner, "is_active", False):
+        return None
+    found = Worker.objects.filter(owner=owner).values_list("labels", "last_seen_at", "created_at")
+    return max((last or created for labels, last, created in found if hardware in labels), default=None)
 
 
 def worker_of(*, user: Any, pk: int) -> Worker | None:

@@ -19,21 +19,23 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from kernel import evidence as hardware_evidence
 from kernel import qualification as q
 from kernel import result
 from kernel.errors import ERRORS, InfraError, RunError
 from kernel.spec import RunSpec
 from kernel.traffic import StoredRequest
+from registry.accounts.services import user_lock
 from registry.celery import hardware_queues
 from registry.deployments.services import token_digest
 from registry.dispatch import task_send_on_commit
 from registry.fleet.selectors import claim_labels, qualified_labels
 from registry.models import CertificationRun, EngineQualification, RegistrationToken, Worker, WorkerAction, WorkerEvent
 from registry.params import echo
-from registry.runs.qualifications import QualificationRefused, qualification_load, qualification_record
+from registry.runs.qualifications import qualification_record
 from registry.runs.selectors import run_spec
 from registry.runs.services import (
     RunBusy,
@@ -61,11 +63,24 @@ class FleetRefused(Exception):
 
 
 class RecordRefused(FleetRefused):
-    """A qualification record that is not one, or not this worker's (a 400)."""
+    """A document that does not read as one (a result, a qualification record), or a record not this worker's (a
+    400); the message names the field."""
 
 
 class AlreadyQualified(FleetRefused):
     """A second record for what the worker has qualified already (a 409)."""
+
+
+class OverLimit(FleetRefused):
+    """A registration token or a worker past the owner's limit (a 403 naming the setting)."""
+
+
+class OwnerDeactivated(FleetRefused):
+    """A credential or token of a deactivated account: it stopped with the account (a 401)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"The account that owns this {what} is deactivated: its workers, tokens and leases stopped with "
+                         "it. Ask the registry's staff to reactivate the account; nothing else brings them back.")  # fmt: skip
 
 
 def valid_labels(labels: object) -> list[str]:
@@ -86,36 +101,65 @@ def _audit(worker: Worker, action: WorkerAction, run: CertificationRun | None = 
 def registration_token_create(*, owner: Any, labels: object, ephemeral: bool = False) -> tuple[RegistrationToken, str]:
     """A token for one machine to register with, within the hour; the secret is returned this once, never stored."""
     secret = REGISTRATION_PREFIX + secrets.token_urlsafe(32)
-    token = RegistrationToken.objects.create(
-        owner=owner, token_hash=token_digest(secret), labels=valid_labels(labels), ephemeral=ephemeral,
-        expires_at=timezone.now() + REGISTRATION_LIFETIME,
-    )  # fmt: skip
+    with transaction.atomic():
+        user_lock(owner)  # two requests at once count each other's tokens
+        _within_token_limit(owner)
+        token = RegistrationToken.objects.create(
+            owner=owner, token_hash=token_digest(secret), labels=valid_labels(labels), ephemeral=ephemeral,
+            expires_at=timezone.now() + REGISTRATION_LIFETIME,
+        )  # fmt: skip
     return token, secret
+
+
+def _within_token_limit(owner: Any) -> None:
+    limit = settings.SPECHUB_REGISTRATION_TOKENS_PER_USER
+    open_tokens = RegistrationToken.objects.filter(owner=owner, used_at__isnull=True, expires_at__gt=timezone.now())
+    if open_tokens.count() >= limit:
+        raise OverLimit(f"You have {limit} unused registration tokens, the limit per user (SPECHUB_REGISTRATION_TOKENS_"
+                        "PER_USER): use one, or wait for one to expire an hour after it was made, then make one.")  # fmt: skip
+
+
+def _within_worker_limit(owner: Any) -> None:
+    limit = settings.SPECHUB_WORKERS_PER_USER
+    if Worker.objects.filter(owner=owner, revoked_at__isnull=True).count() >= limit:
+        raise OverLimit(f"You have {limit} workers, the limit per user (SPECHUB_WORKERS_PER_USER): revoke one you no "
+                        "longer use on your workers page, then register this machine with the same token.")  # fmt: skip
 
 
 def worker_register(*, secret: str, name: str, engine_build: str, evidence: Mapping[str, Any]) -> tuple[Worker, str]:
     """Trade a registration token, once and within its hour, for the worker's own credential (returned this once)."""
     if len(json.dumps(evidence)) > MAX_EVIDENCE_BYTES:
         raise ValidationError(f"The hardware evidence is over {MAX_EVIDENCE_BYTES:,} bytes: send the devices' names and memory.")
+    try:  # the run pages show it for good: read it now, as they will
+        shown = hardware_evidence.readable(evidence)
+    except hardware_evidence.UnreadableEvidence as unreadable:
+        raise ValidationError(f"The hardware evidence does not read: {unreadable}.") from None
     with transaction.atomic():
         token = RegistrationToken.objects.select_for_update().filter(token_hash=token_digest(secret)).first()
         if token is None or token.used_at is not None or token.expires_at <= timezone.now():
             why = "was used already" if token and token.used_at else "has expired" if token else "is not one of ours"
             raise FleetRefused(f"The registration token {why}: make a new one on your workers page (one hour, one use).")
+        if not token.owner.is_active:
+            raise OwnerDeactivated("registration token")
+        user_lock(token.owner)  # two registrations at once count each other's workers
+        _within_worker_limit(token.owner)
         token.used_at = timezone.now()
         token.save(update_fields=["used_at"])
         credential = WORKER_PREFIX + secrets.token_urlsafe(32)
         worker = Worker.objects.create(
             owner=token.owner, name=name, labels=token.labels, engine_build=engine_build, ephemeral=token.ephemeral,
-            token_hash=token_digest(credential), token_hint=credential[:10], hardware_evidence=dict(evidence),
+            token_hash=token_digest(credential), token_hint=credential[:10], hardware_evidence=shown,
         )  # fmt: skip
         _audit(worker, WorkerAction.REGISTERED, detail=f"labels {', '.join(worker.labels)}; engine build {engine_build}")
     return worker, credential
 
 
 def worker_authenticated(*, secret: str) -> Worker | None:
-    """The worker a credential names, unless revoked; its last call is remembered."""
+    """The worker a credential names, unless revoked; its last call is remembered. OwnerDeactivated for a worker of a
+    deactivated account, which is not seen: it neither claims nor keeps its owner's runs for own machines waiting."""
     worker = Worker.objects.select_related("owner").filter(token_hash=token_digest(secret), revoked_at__isnull=True).first()
+    if worker is not None and not worker.owner.is_active:
+        raise OwnerDeactivated("worker")
     if worker is not None:
         Worker.objects.filter(pk=worker.pk).update(last_seen_at=timezone.now())
     return worker
@@ -125,14 +169,11 @@ def worker_qualify(*, worker: Worker, document: Mapping[str, Any]) -> EngineQual
     """Store the qualification the worker ran on itself (its controls, on its engine build, on one of its labels): its
     record judges that worker's runs. A record already stored (the hosted pool's, another worker's) is not this
     machine's, and is refused."""
-    try:
-        record = qualification_load(document)
-        wrong = _not_this_workers(record, worker)
-    except QualificationRefused as refused:
-        raise RecordRefused(str(refused)) from None
-    except (KeyError, TypeError, AttributeError) as missing:  # hostile input: a shape the checks trip on
-        raise RecordRefused(f"The qualification record lacks what it must hold ({type(missing).__name__}: {missing}).") from None
-    if wrong:
+    try:  # every field of its type: the engines pages, the API and the verdicts that cite it read it for good
+        record = q.readable(document)
+    except q.UnreadableQualification as unreadable:
+        raise RecordRefused(f"Refused qualification: {unreadable}.") from None
+    if wrong := _not_this_workers(record, worker):
         raise RecordRefused(f"The qualification is not this worker's: {'; '.join(wrong)}. Run the controls here.")
     if EngineQualification.objects.filter(digest=record["digest"]).exclude(worker=worker).exists():
         raise RecordRefused("This qualification record is stored already, from another machine: run the controls here.")
@@ -160,27 +201,12 @@ def _not_this_workers(record: q.Record, worker: Worker) -> list[str]:
         wrong.append(f"hardware {echo(record['hardware'])} (this worker's labels: {', '.join(worker.labels)})")
     if record["tv"] != settings.SPECHUB_QUALIFY_TV:
         wrong.append(f"controls sized for TV {echo(str(record['tv']))} (the registry's: {settings.SPECHUB_QUALIFY_TV})")
-    controls = record["controls"]
-    if not isinstance(controls, list) or not all(_reads_as_a_control(control) for control in controls):
-        return [*wrong, "its controls do not read as controls: each needs a name, a method (or null) and a summary"]
-    ran = {control["name"]: control["outcome"] for control in controls}
+    ran = {control["name"]: control["outcome"] for control in record["controls"]}
     if missing := [name for name in settings.SPECHUB_QUALIFY_CONTROLS if name not in ran]:
         wrong.append(f"controls {', '.join(missing)} not run")
     if odd := [echo(str(outcome)) for outcome in ran.values() if outcome not in q.OUTCOMES]:
         wrong.append(f"outcomes {', '.join(odd)} are not a control's")
     return wrong
-
-
-def _reads_as_a_control(control: object) -> bool:
-    """What judging a run reads of a control (kernel/qualification.py, kernel/verdict.py), there and of its type."""
-    if not isinstance(control, dict):
-        return False
-    method = control.get("method")
-    return (
-        isinstance(control.get("name"), str)
-        and isinstance(control.get("summary"), str)
-        and (method is None or isinstance(method, str))
-    )
 
 
 def claimable(worker: Worker, labels: list[str]) -> Q:
@@ -254,16 +280,13 @@ def _spec_as_claimed(run: CertificationRun) -> object:
 
 
 def _checked(worker: Worker, run: CertificationRun, document: Mapping[str, Any]) -> None:
-    """The document before anything is stored: its schema, the spec claimed (and so the pinned revisions), and the
-    engine build the worker registered with."""
-    try:  # what run_finish will read of it, read now: a shape it trips on is refused here, not stored
-        loaded = result.load(document)
-        built = result.engine_build(loaded) if loaded is not None else None
-        result.workloads(loaded), result.verdict(loaded), result.environment(loaded)
-    except Exception as invalid:  # noqa: BLE001  # an upload is hostile input: any shape the reader trips on is refused
-        raise FleetRefused(f"The result document does not read as one ({type(invalid).__name__}: {invalid!s:.200}).") from None
-    if loaded is None:
-        raise FleetRefused("The result document is empty: upload the document the worker wrote.")
+    """The document before anything is stored: read as every page and endpoint will read it (a 400 naming the field
+    they trip on), the spec claimed (and so the pinned revisions), and the engine build the worker registered with."""
+    try:
+        built = result.engine_build(result.readable(document))
+    except result.UnreadableResult as unreadable:
+        raise RecordRefused(f"{unreadable} Upload the document as the worker's director wrote it: "
+                            "kernel/result/schema.py gives each field's type.") from None  # fmt: skip
     if document.get("spec") != _spec_as_claimed(run):
         raise FleetRefused(f"The document's spec is not the one run {run.pk} was claimed with (pair, revisions, plan).")
     if built != worker.engine_build:
@@ -285,6 +308,10 @@ def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mappin
         _audit(worker, WorkerAction.REFUSED, run, str(refused))
         raise
     with transaction.atomic():
+        # The same upload sent several times at once: each waits here for the one before, then finds it stored.
+        CertificationRun.objects.select_for_update().filter(pk=run_id).exists()
+        if stored.exists():
+            return CertificationRun.objects.get(pk=run_id)
         try:
             run_keep_upload(run_id=run_id, attempt=attempt, document=document)
         except (RunNotActive, RunBusy) as gone:
@@ -342,15 +369,28 @@ def _end_if_ephemeral(worker: Worker) -> None:
 def worker_revoke(*, worker: Worker, action: WorkerAction = WorkerAction.REVOKED, why: str = "") -> list[int]:
     """End the credential now, and any lease it holds with it: those runs go back to the queue (or fail, out of
     attempts) at once rather than when their heartbeat goes quiet. Returns the runs released."""
-    released: list[int] = []
     with transaction.atomic():
         Worker.objects.filter(pk=worker.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
-        for run in CertificationRun.objects.select_for_update().filter(worker=worker, state__in=ACTIVE_STATES):
-            if awaiting_signature(run):  # its upload is in: the lease is over already
-                continue
-            run_mark_stale(run=run)
-            released.append(run.pk)
-            if run.state == RunState.QUEUED:  # as a lost lease is (runs_requeue_stale): the hosted pool hears of it
-                transaction.on_commit(partial(run_dispatch, run_id=run.pk))
+        released = _leases_release(CertificationRun.objects.filter(worker=worker))
         _audit(worker, action, detail="; ".join(filter(None, [why, f"released runs {released}" if released else ""])))
+    return released
+
+
+def owner_leases_release(*, owner: Any) -> list[int]:
+    """Release every lease the workers of `owner`, a deactivated account, hold: those runs go back to the queue (or
+    fail, out of attempts) now. Their credentials stop with the account (worker_authenticated), and start again only
+    if staff reactivate it, so nothing is revoked here. Returns the runs released."""
+    with transaction.atomic():
+        return _leases_release(CertificationRun.objects.filter(worker__owner=owner), why="its worker's owner was deactivated")
+
+
+def _leases_release(runs: QuerySet[CertificationRun], why: str = "") -> list[int]:
+    released: list[int] = []
+    for run in runs.select_for_update(of=("self",)).filter(state__in=ACTIVE_STATES):
+        if awaiting_signature(run):  # its upload is in: the lease is over already
+            continue
+        run_mark_stale(run=run, why=f"Attempt {run.attempts} was released: {why}." if why else "")
+        released.append(run.pk)
+        if run.state == RunState.QUEUED:  # as a lost lease is (runs_requeue_stale): the hosted pool hears of it
+            transaction.on_commit(partial(run_dispatch, run_id=run.pk))
     return released

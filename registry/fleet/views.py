@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
 from registry.celery import hardware_queues
@@ -34,7 +35,10 @@ def workers(request: HttpRequest) -> HttpResponse:
         "registry": request.build_absolute_uri("/").rstrip("/"),
         "error": error,
     }
-    return render(request, "registry/workers.html", context, status=422 if error else 200)
+    response = render(request, "registry/workers.html", context, status=422 if error else 200)
+    if issued:  # the page shows a secret: no cache may keep it
+        add_never_cache_headers(response)
+    return response
 
 
 @login_required

@@ -121,7 +121,7 @@ class EngineDetail(APIView):
 
     @extend_schema(responses={200: shape(Record)})
     def get(self, request: Request, digest: str) -> Response:
-        row = qualification_by_digest(digest=digest)
+        row = qualification_by_digest(digest=digest, user=request.user)  # a self-hosted record: its owner's and staff's
         if row is None:
             raise NotFound(f"No engine qualification has digest {echo(digest)}; /api/v1/engines/ lists them.")
         return Response(row.document)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
+
+from django.db.models import Q
 
 from kernel.qualification import Control, Probe, Record
 from registry.models import EngineQualification, Worker
@@ -32,8 +34,14 @@ def record_of(row: EngineQualification) -> Record:
     return cast(Record, row.document)
 
 
-def qualification_by_digest(*, digest: str) -> EngineQualification | None:
-    return EngineQualification.objects.filter(digest=digest).first()
+def qualification_by_digest(*, digest: str, user: Any) -> EngineQualification | None:
+    """The record with `digest` that `user` may read: the hosted pool's, anyone; a self-hosted worker's, its owner and
+    staff only (None for anyone else, as for a digest that names none)."""
+    found = EngineQualification.objects.filter(digest=digest)
+    if getattr(user, "is_staff", False):
+        return found.first()
+    mine = Q(worker__owner=user) if getattr(user, "is_authenticated", False) else Q(pk__in=[])
+    return found.filter(Q(worker__isnull=True) | mine).first()
 
 
 class ControlSummary(TypedDict):

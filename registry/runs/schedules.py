@@ -15,7 +15,8 @@ from registry.certificates.services import certificates_expire
 from registry.models import Certificate, CertificationRun, EngineBuild, Pair, Priority, RunTrigger, Verdict, WebhookEvent
 from registry.notifications.payloads import Expired
 from registry.notifications.services import pair_event_notify
-from registry.runs.services import run_create, run_dispatch
+from registry.runs.selectors import OwnMachinesWait, own_machines_wait
+from registry.runs.services import run_create, run_dispatch, run_fail_unserved
 from registry.states import FINAL_STATES, RunState
 
 # Verdicts of pairs that hold a certificate worth keeping current.
@@ -32,6 +33,7 @@ def schedules_install() -> list[str]:
     tasks = {
         "spechub: re-queue stale runs": ("registry.sweep_stale_runs", {"interval": every}),
         "spechub: recover lost dispatches": ("registry.dispatch_lost_runs", {"interval": every}),
+        "spechub: fail runs no own machine came for": ("registry.fail_unserved_runs", {"interval": every}),
         "spechub: retry due webhooks": ("registry.deliver_due_webhooks", {"interval": every}),
         "spechub: retry due emails": ("registry.send_due_emails", {"interval": every}),
         "spechub: open missing Hub PRs": ("registry.publish_pending_certificates", {"interval": every}),
@@ -122,3 +124,23 @@ def runs_dispatch_lost(*, now: datetime | None = None) -> list[int]:
         "pk", flat=True
     )
     return [run_id for run_id in list(waiting.values_list("pk", flat=True)) if run_dispatch(run_id=run_id)]
+
+
+def runs_fail_unserved(*, now: datetime | None = None) -> list[int]:
+    """Fail each run for its owner's own machines only that waited SPECHUB_OWN_MACHINES_WAIT_SECONDS with none of
+    their workers on its hardware class calling (own-machines:no-worker); their daily runs no longer count it."""
+    now = now or timezone.now()
+    waiting = CertificationRun.objects.filter(state=RunState.QUEUED, own_machines=True).select_related("workload__owner")
+    failed: list[int] = []
+    for run in waiting:
+        wait = own_machines_wait(run=run)
+        if wait is not None and wait["deadline"] <= now and run_fail_unserved(run_id=run.pk, detail=_unserved(wait)):
+            failed.append(run.pk)
+    return failed
+
+
+def _unserved(wait: OwnMachinesWait) -> str:
+    hours = settings.SPECHUB_OWN_MACHINES_WAIT_SECONDS / 3600
+    seen = wait["last_seen"]
+    last = f"the last one called at {seen:%Y-%m-%d %H:%M} UTC" if seen else "none ever did"
+    return f"It waited {hours:g} h with none of your workers on {wait['hardware']} calling the registry ({last})."

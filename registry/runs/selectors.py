@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.db.models import Case, QuerySet, Value, When
 from kernel import result
 from kernel.spec import ModelRef, Plan, RunSpec, Thresholds, levels_for, most_pairs_for
 from kernel.stats import detectable_drop
+from registry.fleet.selectors import last_seen_on
 from registry.models import (
     CertificationRun,
     Pair,
@@ -42,6 +44,23 @@ def run_spec(*, run: CertificationRun) -> RunSpec:
         options=dict(pair.options),
         plan=plan,
     )
+
+
+class OwnMachinesWait(TypedDict):
+    hardware: str
+    last_seen: datetime | None  # when one of the owner's workers on the class last called; None: none ever did
+    deadline: datetime  # the run fails (own-machines:no-worker) then, unless one of their workers comes first
+
+
+def own_machines_wait(*, run: CertificationRun) -> OwnMachinesWait | None:
+    """For a queued run on its owner's own machines only: whose workers it waits for, and until when. The wait starts
+    again whenever one of their workers on its class calls the registry."""
+    if not run.own_machines or run.state != RunState.QUEUED or run.workload is None:
+        return None
+    seen = last_seen_on(owner=run.workload.owner, hardware=run.hardware)
+    since = max(run.created_at, seen) if seen else run.created_at
+    wait = timedelta(seconds=settings.SPECHUB_OWN_MACHINES_WAIT_SECONDS)
+    return {"hardware": run.hardware, "last_seen": seen, "deadline": since + wait}
 
 
 def measuring_plan(hardware: str = "cpu") -> Plan:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from kernel import result
-from kernel.errors import Fault, RunError
+from kernel.errors import Fault, RunError, UserError
 from kernel.spec import RunSpec
 from registry.celery import hardware_queues
 from registry.certificates.publishing import run_publish
@@ -29,6 +29,7 @@ from registry.runs.selectors import run_spec
 from registry.states import ACTIVE_PATH, ACTIVE_STATES, STAGE_STATES, TRANSITIONS, RunState, can_transition
 
 logger = logging.getLogger(__name__)
+UNSERVED = "own-machines:no-worker"  # a run for its owner's own machines that none of their workers came for
 
 
 class InvalidTransition(Exception):
@@ -149,11 +150,23 @@ def _requeue(run: CertificationRun) -> None:
         _move(run, RunState.QUEUED, worker=None)
 
 
-def run_mark_stale(*, run: CertificationRun) -> None:
-    """Mark a locked, active run whose heartbeat went quiet as stale, then re-queue it."""
-    error = RunError("worker:lost", f"Attempt {run.attempts} last beat at {run.heartbeat_at}.")
+def run_mark_stale(*, run: CertificationRun, why: str = "") -> None:
+    """Mark a locked, active run whose heartbeat went quiet (or whose lease ended, `why`) as stale, then re-queue it."""
+    error = RunError("worker:lost", why or f"Attempt {run.attempts} last beat at {run.heartbeat_at}.")
     _move(run, RunState.STALE, error_code=error.code, error_message=error.message)
     _requeue(run)
+
+
+def run_fail_unserved(*, run_id: int, detail: str) -> bool:
+    """Fail a run for its owner's own machines that is still queued: none of their workers came for it. False when a
+    worker claimed it meanwhile, or it ended otherwise."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.state != RunState.QUEUED or not run.own_machines:
+            return False
+        error = UserError(UNSERVED, detail)
+        _move(run, RunState.FAILED_USER, error_code=error.code, error_message=error.message)
+    return True
 
 
 def run_claim(*, run_id: int, worker: str, self_hosted: bool = False) -> RunSpec | None:

@@ -14,7 +14,7 @@ from registry.accounts.selectors import submission_quota
 from registry.models import CertificationRun
 from registry.runs.engines import engines_page
 from registry.runs.forms import SubmissionForm
-from registry.runs.selectors import run_figures, runs_queue
+from registry.runs.selectors import own_machines_wait, run_figures, runs_queue
 from registry.runs.submissions import SubmissionQuotaExceeded, submission_create
 from registry.views import PAGE_SIZE, page_number
 
@@ -35,9 +35,10 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     runs = CertificationRun.objects.visible_to(request.user)  # another user's private run is a 404, not a 403
-    run = get_object_or_404(runs.select_related("pair__verifier", "pair__draft", "worker__owner"), pk=pk)
+    run = get_object_or_404(runs.select_related("pair__verifier", "pair__draft", "worker__owner", "workload__owner"), pk=pk)
     error = ERRORS.get(run.error_code)
-    return render(request, "registry/run.html", {"run": run, "hint": error.hint if error else "", **run_figures(run)})
+    context = {"run": run, "hint": error.hint if error else "", "own_wait": own_machines_wait(run=run), **run_figures(run)}
+    return render(request, "registry/run.html", context)
 
 
 @login_required

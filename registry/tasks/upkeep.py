@@ -55,6 +55,12 @@ def dispatch_lost_runs() -> list[int]:
     return schedules.runs_dispatch_lost()
 
 
+@app.task(name="registry.fail_unserved_runs")
+def fail_unserved_runs() -> list[int]:
+    """Fail runs for their owners' own machines that none of those machines came for in time."""
+    return schedules.runs_fail_unserved()
+
+
 @app.task(name="registry.deliver_due_webhooks")
 def deliver_due_webhooks() -> list[int]:
     """Retry webhook deliveries whose backoff has passed."""

@@ -24,7 +24,7 @@ from registry.catalog.gate import hub_client
 from registry.models import CertificationRun, HubModel, Pair, Role, RunTrigger, Workload
 from registry.params import echo
 from registry.runs.selectors import measuring_plan
-from registry.runs.services import run_cancel, run_create
+from registry.runs.services import UNSERVED, run_cancel, run_create
 from registry.states import FINAL_STATES
 
 
@@ -155,8 +155,10 @@ def workload_certify(
 
 
 def workload_runs_today(*, owner: Any) -> int:
+    """The runs on `owner`'s workloads in the last 24 h, less those their own machines never came for (refunded)."""
     since = timezone.now() - timedelta(days=1)
-    return CertificationRun.objects.filter(workload__owner=owner, created_at__gte=since).count()
+    runs = CertificationRun.objects.filter(workload__owner=owner, created_at__gte=since)
+    return runs.exclude(error_code=UNSERVED).count()
 
 
 def workload_delete(*, workload: Workload) -> Workload:

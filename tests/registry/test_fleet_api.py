@@ -332,11 +332,12 @@ def test_a_worker_qualifies_its_build_on_itself_through_the_api_before_it_claims
     assert "engine 'sglang'" in refused(made(engine="sglang"))
     assert "TV '0.3'" in refused(made(tv=0.3))
     assert "controls verifier-alone" in refused(made(controls=made()["controls"][1:]))  # one control never ran
-    assert "outcomes 'fine'" in refused(made(controls=[{**c, "outcome": "fine"} for c in made()["controls"]]))
-    assert "do not read as controls" in refused(made(controls=[{"outcome": "pass"}]))  # a control with no name
+    fine = refused(made(controls=[{**c, "outcome": "fine"} for c in made()["controls"]]))
+    assert "record.controls[0].outcome must be one of 'pass'" in fine and "not 'fine'" in fine
+    assert "record.controls[0] lacks name" in refused(made(controls=[{"outcome": "pass"}]))  # a control with no name
     no_tv: dict[str, Any] = {key: value for key, value in made().items() if key != "tv"}
     no_tv["digest"] = q.digest_of(no_tv)
-    assert "lacks what it must hold (KeyError: 'tv')" in refused(no_tv)
+    assert "record lacks tv" in refused(no_tv)
     assert "Refused qualification" in refused({**made(), "seconds": 1.0})  # its digest no longer matches
     hosted = qualification_record(document=made())  # the hosted pool's own
     assert "from another machine" in refused(hosted.document)

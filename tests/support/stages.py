@@ -44,7 +44,18 @@ class InjectedStage:
 
 def _quick(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
     report(50)
-    return {"ok": True}
+    return {"ok": True}  # the gate's part is the gate's own report: any object
+
+
+def _fetched(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    """The pinned commits, as the real fetch stage records them (a self-hosted upload is read as the pages read it)."""
+    report(50)
+    return {"draft": spec.draft.sha if spec.draft else None, "verifier": spec.verifier.sha}
+
+
+def _baseline(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
+    report(50)
+    return {"cache": {"key": "injected", "hit": False}, "start_seconds": 0.0, "manifest": {"engine": "injected"}}
 
 
 def _verdict(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
@@ -86,9 +97,9 @@ def _crash(spec: RunSpec, report: Callable[[int], None]) -> dict[str, Any]:
 
 def injected_quick_stages() -> list[Stage]:
     return [
-        InjectedStage("fetch", _quick),
+        InjectedStage("fetch", _fetched),
         InjectedStage("gate", _quick),
-        InjectedStage("baseline", _quick),
+        InjectedStage("baseline", _baseline),
         InjectedStage("verdict", _verdict),
     ]
 
@@ -204,7 +215,7 @@ def _verdict_on_the_workload(spec: RunSpec, document: ResultDocument) -> dict[st
 def injected_stages_on_a_workload() -> list[Stage]:
     """Fetch and gate do nothing; `speculative` reads the run's workload file; the verdict is judged for real."""
     return [
-        InjectedStage("fetch", _quick),
+        InjectedStage("fetch", _fetched),
         InjectedStage("gate", _quick),
         DocumentStage("speculative", _measured_on_the_workload),
         DocumentStage("verdict", _verdict_on_the_workload),
