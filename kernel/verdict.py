@@ -9,7 +9,8 @@ Properties:
 - sampling: pass (no rejection, and the power to detect the stated TV); inconclusive (no rejection,
   short of that power); fail (the pair's fault: the build's controls for its method pass);
   not judgeable (the build fails its own control, or has none for the method); not run;
-- speed at concurrency 1: faster, no measurable difference or slower, by its interval.
+- speed at concurrency 1: faster, no measurable difference or slower, by its interval, as its level row claims it
+  (the fixed sequence over the levels: result.level_claims).
 The label: failed when the pair fails greedy or sampling; certified when greedy and sampling
 pass and it is faster; provisional otherwise.
 """
@@ -32,15 +33,15 @@ def judge_document(
     """Return the label, its reasons and the per-property verdicts for a run's stages."""
     equivalence: Mapping[str, Any] = stages.get("equivalence") or {}
     throughput: Mapping[str, Any] = stages.get("throughput") or {}
-    level_1 = throughput.get("levels", {}).get("1")
+    levels = throughput.get("levels", {})
+    level_1 = levels.get("1")
+    # Documents older than intervals (version 1) have a speedup without one: not a measured gain.
+    measured = (level_1["speedup"], level_1["speedup_interval"]) if level_1 and level_1.get("speedup_interval") else None
     properties: result.Properties = {
         "acceptance": acceptance(stages.get("speculative", {}).get("acceptance")),
         "greedy": greedy(equivalence.get("greedy") or {}, thresholds),
         "sampling": sampling(equivalence.get("sampling") or [], method, thresholds, qualification),
-        # Documents older than intervals (version 1) have a speedup without one: not a measured gain.
-        "speed": speed(
-            (level_1["speedup"], level_1["speedup_interval"]) if level_1 and level_1.get("speedup_interval") else None, thresholds
-        ),
+        "speed": speed(measured, thresholds, claimed=result.level_claims(levels, thresholds.min_speedup).get("1")),
     }
     return label(properties), [p["reason"] for p in each(properties) if p["outcome"] not in GOOD], properties
 
@@ -174,11 +175,15 @@ def detectable_tv(test: Mapping[str, Any], level: float, power: float) -> float:
     return stats.detectable_tv(test.get("samples", 0), used, level, power)
 
 
-def speed(speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds) -> result.PropertyVerdict:
+def speed(
+    speedup_c1: tuple[float, list[float]] | None, thresholds: Thresholds, *, claimed: str | None = None
+) -> result.PropertyVerdict:
+    """Speed at concurrency 1, as its row in the level table claims it (`claimed`, result.level_claims): one
+    procedure for both, so the verdict never says "slower" beside a row that does not claim it (issue 56)."""
     if speedup_c1 is None:
         return _verdict("not-run", "speedup at concurrency 1 was not measured with an interval")
     point, (low, high) = speedup_c1[0], speedup_c1[1]
-    outcome = result.speed_label([low, high], threshold=thresholds.min_speedup)
+    outcome = claimed or result.speed_label([low, high], threshold=thresholds.min_speedup)
     reason = (f"speed at concurrency 1: {outcome} (speedup {point:.2f}, 95 % interval [{low:.2f}, {high:.2f}]; "
               f"a certified gain needs the whole interval above the margin, {thresholds.min_speedup})")  # fmt: skip
     return _verdict(outcome, reason, speedup=point, interval=[low, high])

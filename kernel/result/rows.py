@@ -15,6 +15,7 @@ from kernel.result.schema import (
     MACHINE_LIMITED,
     NO_DIFFERENCE,
     NOT_IN_SEQUENCE,
+    NOT_IN_SEQUENCE_SLOWER,
     SLOWER,
     KSpeed,
     Level,
@@ -82,7 +83,7 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
     if measured is None:
         return []
     rows: list[SpeedAtLevel] = []
-    margin = margin_of(document)
+    claims = level_claims(measured["levels"], margin_of(document))
     for level in sorted(measured["levels"], key=int):
         figures = measured["levels"][level]
         interval = list(figures.get("speedup_interval") or [])
@@ -92,7 +93,7 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
                 "concurrency": int(level),
                 "speedup": figures["speedup"],
                 "interval": interval,
-                "supports": MACHINE_LIMITED if limited(figures) else speed_label(interval, threshold=margin),  # in sequence below
+                "supports": claims[level],
                 "baseline_tokens_per_second": baseline.get("tokens_per_second"),
                 "speculative_tokens_per_second": speculative.get("tokens_per_second"),
                 "pairs": len(figures.get("block_ratios") or []),
@@ -101,8 +102,6 @@ def speed_by_level(document: ResultDocument | None) -> list[SpeedAtLevel]:
                 "limited_by": str(figures.get("limited_by") or ""),
             }
         )
-    for row, supports in zip(rows, in_sequence([row["supports"] for row in rows]), strict=True):
-        row["supports"] = supports
     return rows
 
 
@@ -236,18 +235,28 @@ def break_even_bounds(document: ResultDocument | None) -> tuple[int | None, int 
     return (max(faster) if faster else None, min(slower) if slower else None)
 
 
+def level_claims(levels: Mapping[str, Level], margin: float) -> dict[str, str]:
+    """What each level claims, by the one procedure the rows, the break-even and the verdict all read: its own
+    interval's label (or the measuring machine's), then the fixed sequence over the levels."""
+    order = sorted(levels, key=int)
+    own = [MACHINE_LIMITED if limited(levels[level])
+           else speed_label(list(levels[level].get("speedup_interval") or []), threshold=margin) for level in order]  # fmt: skip
+    return dict(zip(order, in_sequence(own), strict=True))
+
+
 def in_sequence(labels: Sequence[str]) -> list[str]:
     """Fixed-sequence testing over the levels, lowest first: "faster" is claimed upward from the lowest level until
     the first that is not faster, "slower" downward from the highest until the first that is not slower. Each claim
     is a one-sided test at 2.5 %, and a sequence that stops at its first non-rejection keeps the family's error at
     2.5 % per direction however many levels there are. A level outside its run claims neither."""
     kept = list(labels)
-    for order, claim in ((range(len(kept)), FASTER), (range(len(kept) - 1, -1, -1), SLOWER)):
+    chains = ((range(len(kept)), FASTER, NOT_IN_SEQUENCE), (range(len(kept) - 1, -1, -1), SLOWER, NOT_IN_SEQUENCE_SLOWER))
+    for order, claim, unclaimed in chains:
         running = True
         for i in order:
             running = running and kept[i] == claim
             if kept[i] == claim and not running:
-                kept[i] = NOT_IN_SEQUENCE
+                kept[i] = unclaimed
     return kept
 
 

@@ -371,7 +371,12 @@ BELOW_MARGIN = "faster, but not by the margin"
 # pair, set the pace: shown, never in a verdict or a break-even.
 MACHINE_LIMITED = "limited by the measuring machine"
 # Its own interval excludes 1, but a level before it in the fixed sequence did not show the same (in_sequence).
-NOT_IN_SEQUENCE = "not claimed: an earlier level in the sequence was not"
+NOT_IN_SEQUENCE = "not claimed faster: 'faster' is claimed upward from the lowest level, and a lower level was not faster"
+# Its own interval lies below 1, but "slower" is claimed downward from the highest level, and a higher one was not
+# slower (issue 56: the verdict's speed at c=1 follows the same sequence as the rows, so the two never disagree).
+NOT_IN_SEQUENCE_SLOWER = (
+    "not claimed slower: 'slower' is claimed downward from the highest level, and a higher level was not slower"
+)
 # Which limit ended a level: the precision; the most pairs, short of it; Stein's count, short of it where later pairs
 # spread more (the interval takes the larger spread). The last: older documents, whatever limit ended the level.
 REACHED, NOT_REACHED = "precision reached", "the most pairs reached, precision not"

@@ -166,7 +166,7 @@ def test_each_interval_gets_the_label_it_supports(interval, label):
 def test_faster_and_slower_are_claimed_only_in_a_fixed_sequence_constructed():
     own = [result.FASTER, result.NO_DIFFERENCE, result.FASTER, result.SLOWER, result.NO_DIFFERENCE]
     assert result.in_sequence(own) == [
-        result.FASTER, result.NO_DIFFERENCE, result.NOT_IN_SEQUENCE, result.NOT_IN_SEQUENCE, result.NO_DIFFERENCE,
+        result.FASTER, result.NO_DIFFERENCE, result.NOT_IN_SEQUENCE, result.NOT_IN_SEQUENCE_SLOWER, result.NO_DIFFERENCE,
     ]  # fmt: skip
     assert result.in_sequence([result.FASTER, result.SLOWER, result.SLOWER]) == [result.FASTER, result.SLOWER, result.SLOWER]
 
