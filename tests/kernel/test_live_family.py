@@ -1,5 +1,5 @@
 """Live verdicts over many windows, simulated: a deployment that runs exactly as certified, with lognormal output
-lengths, against the band its certification gave (workers.metrics.acceptance_interval over 64-128 prompts).
+lengths, against the band its certification gave (workers.prompt_intervals.acceptance_interval over 64-128 prompts).
 
 Each request draws its own chance p of accepting each drafted position (Beta: prompts differ), drafts a lognormal
 number of steps (median 60, about 170 tokens at AL 2.8) independent of p, and each step accepts positions 1..i while
@@ -18,7 +18,7 @@ import pytest
 from kernel import live
 from kernel.live import Certified, Counts
 from kernel.stats import t_975
-from workers.metrics import acceptance_interval
+from workers.prompt_intervals import acceptance_interval
 
 K = 4
 ACCEPTED = np.arange(K + 1)

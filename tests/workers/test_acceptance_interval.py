@@ -17,7 +17,7 @@ import pytest
 
 from kernel.live import rate_interval
 from kernel.stats import t_quantile
-from workers import metrics
+from workers import metrics, prompt_intervals
 from workers.engines.base import SpecCounters
 from workers.engines.vllm import _request_counters
 
@@ -44,7 +44,7 @@ def test_the_interval_over_prompts_holds_the_populations_al_simulated(alpha, bet
     covered = []
     for _ in range(CERTIFICATIONS):
         drawn = rng.choices(population, k=n)
-        interval = metrics.acceptance_interval([d for d, _ in drawn], [a for _, a in drawn])
+        interval = prompt_intervals.acceptance_interval([d for d, _ in drawn], [a for _, a in drawn])
         if interval is not None:  # published: enough prompts, and enough effective ones
             covered.append(interval[0] <= truth <= interval[1])
     coverage = statistics.fmean(covered)
@@ -111,7 +111,7 @@ def test_with_lognormal_lengths_tied_to_acceptance_the_interval_holds_the_al_sim
     for _ in range(1500):
         drawn = rng.choices(population, k=n)
         drafts, accepted = [d for d, _ in drawn], [a for _, a in drawn]
-        interval = metrics.acceptance_interval(drafts, accepted)
+        interval = prompt_intervals.acceptance_interval(drafts, accepted)
         low, high = linearised(drafts, accepted)
         before.append(low <= truth <= high)
         if interval is not None:  # where a few long prompts weigh as fewer than 6, none is published
@@ -156,7 +156,7 @@ def test_each_positions_interval_over_prompts_holds_the_populations_rate_where_w
     for _ in range(800):
         drawn = rng.choices(population, k=n)
         total = sum(drawn, SpecCounters(per_position=(0,) * K))
-        intervals = metrics.position_intervals(total, drawn)
+        intervals = prompt_intervals.position_intervals(total, drawn)
         wilson += [low <= t <= high for t, (low, high) in
                    zip(truth, (rate_interval(c, total.drafts) or (0, 1) for c in total.per_position), strict=True)]  # fmt: skip
         if intervals:

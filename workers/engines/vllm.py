@@ -151,7 +151,7 @@ def engine_arguments(config: EngineConfig) -> dict[str, Any]:
         "max_model_len": config.max_model_len,
         "seed": config.seed,
         "disable_log_stats": False,
-        # Each request's own acceptance histogram, so AL gets an interval over prompts (metrics.acceptance_interval).
+        # Each request's own acceptance histogram, so AL gets an interval over prompts (prompt_intervals.acceptance_interval).
         "per_request_spec_decode_metrics": "summary" if config.speculative_config else "none",
         "trust_remote_code": False,
         **config.extra,
