@@ -38,9 +38,10 @@ from workers.serving import SIDES, Server
 # idle there: vLLM's worker keeps polling its shared-memory queue for a second after its last step (SpinCondition's
 # busy_loop_s in vllm/distributed/device_communicators/shm_broadcast.py). Until issue 51 every block waited
 # QUIET_BEFORE_BLOCK for that poll to end; stopped, the other server takes no cycle at all, and no wait is needed.
-# Measured on the 2-core AMD EPYC host (docs/measuring.md, issue 51): the verifier alone's c=1 blocks spread 5.8 %
-# against 12-23 % with the pause, and a level took a third less time. What the servers compute is unchanged: a
-# user's server has its machine to itself, which is what stopping the other one gives it.
+# Measured on the 2-core AMD EPYC host (docs/measuring.md, issue 51): with the engine cores also niced below the
+# front ends (serving.py), the verifier alone's c=1 blocks spread 5.8 % against 12-23 % before, and each level took
+# a quarter to a half less time. What the servers compute is unchanged: a user's server has its machine to itself,
+# which is what stopping the other one gives it.
 QUIET_BEFORE_BLOCK = 1.1  # the pause where servers are not stopped (request quadruples, the prefill probe)
 
 
