@@ -117,7 +117,7 @@ def _summed(samples: Iterable[object]) -> Histogram:
     return Histogram(bounds, tuple(buckets[b] for b in bounds), total, count)
 
 
-# The client's figure stands for the engine's when it is within this share of it either way (the buckets are 8 %
+# The client's figure stands for the engine's when it is within this share of it either way (the buckets are 15 %
 # apart), plus, for the figures that include a request's round trip (TTFT, end to end), ROUND_TRIP_MS for what the
 # loopback HTTP exchange itself adds (1-3 ms here). Otherwise the front end delayed or bunched the stream.
 TOLERANCE = 0.25
