@@ -1,11 +1,12 @@
 """Read an HTTP answer's body whole, but never more than a cap, compressed or not.
 
 httpx inflates each compressed chunk whole, so 64 KiB of gzip can be 64 MiB in memory before a cap sees it; the body
-is read raw here and inflated no further than one byte past the cap (as spechub.watch reads a /metrics).
+is read raw here and inflated no further than one byte past the cap (the client's answers, and spechub.watch's /metrics).
 """
 
 from __future__ import annotations
 
+import time
 import zlib
 
 import httpx
@@ -22,8 +23,12 @@ class TooLarge(Unread):
     """The body is past the cap."""
 
 
-def body(answer: httpx.Response, cap: int) -> bytes:
-    """The decoded body of a streamed `answer`; Unread past `cap` bytes."""
+class TooSlow(Unread):
+    """The body is still arriving past its deadline (httpx's timeout is per read: a trickle beats it)."""
+
+
+def body(answer: httpx.Response, cap: int, deadline: float | None = None) -> bytes:
+    """The decoded body of a streamed `answer`; Unread past `cap` bytes, or past `deadline` (time.monotonic())."""
     inflate = _decompressor(answer.headers.get("Content-Encoding", ""))
     read = bytearray()
     for chunk in answer.iter_raw():
@@ -33,6 +38,8 @@ def body(answer: httpx.Response, cap: int) -> bytes:
             raise Unread(f"a compressed body that does not decompress ({exc})") from None
         if len(read) > cap:
             raise TooLarge(f"more than {cap / 2**20:g} MiB")
+        if deadline is not None and time.monotonic() > deadline:
+            raise TooSlow("an answer still arriving past its deadline")
     if inflate is not None and not inflate.eof:
         raise Unread("a compressed body that ends early")
     return bytes(read)

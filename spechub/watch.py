@@ -20,7 +20,6 @@ import stat
 import sys
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +29,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from spechub import shapes
+from spechub import capped, shapes
 from spechub.client import Client, SpecHubError
 
 if TYPE_CHECKING:  # prometheus_client is imported when a text is parsed, not by every spechub command
@@ -50,7 +49,7 @@ MAX_POSITIONS = 64  # draft positions; vLLM's num_speculative_tokens is a handfu
 MAX_BYTES = 8 * 1024 * 1024  # a vLLM /metrics is tens of KiB; more is not an exposition we should hold in memory
 SCRAPE_TIMEOUT = 10.0
 MAX_REDIRECTS = 3
-ENCODINGS = "gzip, deflate"  # what _capped decodes itself, under the cap
+ENCODINGS = capped.ENCODINGS  # what _capped decodes itself, under the cap
 MAX_EVERY = 24 * 3600.0  # seconds; also the longest a Retry-After is slept
 QUOTED_LINES, QUOTED_CHARS = 3, 100  # of the lines an error quotes from a metrics text
 RATE_LIMITED_WAIT = 60.0  # a 429 without Retry-After
@@ -177,44 +176,17 @@ def fetch(url: str) -> str:
 
 
 def _capped(answer: httpx.Response, url: str) -> str:
-    """The body, refused past MAX_BYTES or past the timeout overall (httpx's timeout is per read: a trickle beats it).
-
-    Read raw and decoded here: httpx inflates each compressed chunk whole, so 64 KiB of gzip would be 64 MiB in
-    memory before any cap saw it; here no more than one byte past the cap is ever inflated."""
-    inflate = _decompressor(answer.headers.get("Content-Encoding", ""), url)
-    read, deadline = bytearray(), time.monotonic() + SCRAPE_TIMEOUT
-    for chunk in answer.iter_raw():
-        try:
-            _take(read, chunk, inflate)
-        except zlib.error as exc:
-            raise WatchError(f"{url} answered a compressed body that does not decompress: {exc}") from None
-        if len(read) > MAX_BYTES:
-            raise WatchError(f"{url} answered more than {MAX_BYTES // 2**20} MiB; that is not a vLLM /metrics")
-        if time.monotonic() > deadline:
-            raise WatchError(f"{url} took more than {SCRAPE_TIMEOUT:.0f} s to answer")
-    if inflate is not None and not inflate.eof:
-        raise WatchError(f"{url} answered a compressed body that ends early")
+    """The body, refused past MAX_BYTES or past the timeout overall (httpx's timeout is per read: a trickle beats it),
+    read by spechub.capped: no more than one byte past the cap is ever inflated."""
+    try:
+        read = capped.body(answer, MAX_BYTES, time.monotonic() + SCRAPE_TIMEOUT)
+    except capped.TooLarge:
+        raise WatchError(f"{url} answered more than {MAX_BYTES // 2**20} MiB; that is not a vLLM /metrics") from None
+    except capped.TooSlow:
+        raise WatchError(f"{url} took more than {SCRAPE_TIMEOUT:.0f} s to answer") from None
+    except capped.Unread as unread:
+        raise WatchError(f"{url} answered {unread}; serve it plain or gzip") from None
     return read.decode("utf-8", errors="replace")
-
-
-def _decompressor(encoding: str, url: str) -> zlib._Decompress | None:
-    """A zlib decompressor for a gzip or deflate body, None for a plain one; WatchError for any other encoding."""
-    named = [part.strip().lower() for part in encoding.split(",") if part.strip().lower() not in ("", "identity")]
-    if not named:
-        return None
-    if named not in (["gzip"], ["x-gzip"], ["deflate"]):
-        raise WatchError(f"{url} answered Content-Encoding {encoding[:40]!r}, which watch does not read; serve it plain or gzip")
-    return zlib.decompressobj(zlib.MAX_WBITS | 32)  # | 32: a gzip or a zlib header, whichever it has
-
-
-def _take(read: bytearray, chunk: bytes, inflate: zlib._Decompress | None) -> None:
-    """Append what `chunk` decodes to, stopping one byte past MAX_BYTES."""
-    if inflate is None:
-        read += chunk[: MAX_BYTES + 1 - len(read)]
-        return
-    while chunk and len(read) <= MAX_BYTES:
-        read += inflate.decompress(chunk, MAX_BYTES + 1 - len(read))  # a max_length of at least 1: 0 means unbounded
-        chunk = inflate.unconsumed_tail
 
 
 def engine_version(metrics_url: str) -> str | None:

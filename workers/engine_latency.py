@@ -71,10 +71,6 @@ class Histogram:
         return Histogram(self.bounds, tuple(a + b for a, b in zip(self.cumulative, other.cumulative, strict=True)),
                          self.total + other.total, self.count + other.count)  # fmt: skip
 
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
-
     def quantile(self, q: float) -> float | None:
         """The q-quantile (0-1) as Prometheus's histogram_quantile reads it: linear within the bucket that holds it."""
         if not self.count:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from registry.deployments import services
 from registry.models import Certificate, CertificationRun, Deployment, LiveSnapshot, Submission, WebhookDelivery, WebhookEndpoint
 from registry.states import RunState
-from tests.support.factories import PairFactory, RunFactory
+from tests.support.factories import PairFactory, RunFactory, client_of
 
 pytestmark = pytest.mark.django_db
 
@@ -30,13 +30,6 @@ def owner(db: Any) -> User:
 @pytest.fixture
 def stranger(db: Any) -> User:
     return User.objects.create_user("stranger", password="pw")
-
-
-def client_of(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture

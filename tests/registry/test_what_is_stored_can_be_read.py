@@ -30,7 +30,7 @@ from registry.states import RunState
 from tests.registry.test_every_url_answers import ROUTES
 from tests.registry.test_pair_and_run_pages import choice_of_k, schedule_of, serving_document
 from tests.support import qualification
-from tests.support.factories import PairFactory
+from tests.support.factories import PairFactory, client_of
 
 pytestmark = pytest.mark.django_db
 API = "/api/v1/workers"
@@ -48,16 +48,9 @@ def owner(db, settings) -> User:
     return User.objects.create_user("team", password="pw")
 
 
-def signed_in(user: User | None) -> Client:
-    client = Client()
-    if user is not None:
-        client.force_login(user)
-    return client
-
-
 def registered(owner: User, evidence: Any = None, label: str = "gpu.h100") -> tuple[Client, Any]:
     """A public-approved worker (its runs publish to the pair pages), registered with `evidence`; the answer too."""
-    token = signed_in(owner).post(f"{API}/tokens/", {"labels": [label]}, content_type="application/json").json()
+    token = client_of(owner).post(f"{API}/tokens/", {"labels": [label]}, content_type="application/json").json()
     body = {"registration_token": token["registration_token"], "name": "box-1", "engine_build": "0.32.0",
             "evidence": {"devices": [{"name": "H100", "memory": 80 << 30}]} if evidence is None else evidence}  # fmt: skip
     answer = sent(Client(), f"{API}/register/", body)
@@ -207,7 +200,7 @@ def answered(urls: list[str], *users: User | None) -> list[tuple[str, str, int]]
     """The (url, who, status) of every answer that is not a 200 (a redirect to sign in aside)."""
     odd = []
     for user in users:
-        client = signed_in(user)
+        client = client_of(user)
         for url in urls:
             status = client.get(url, HTTP_ACCEPT="*/*").status_code
             if status != 200 and not (user is None and status in (302, 403, 404)):
@@ -219,7 +212,7 @@ def every_route_without_a_parameter(*users: User | None) -> list[tuple[str, str,
     urls = [reverse(name) for name, parameters in ROUTES if not parameters and not name.startswith("admin:")]
     odd = []
     for user in users:
-        client = signed_in(user)
+        client = client_of(user)
         odd += [(url, getattr(user, "username", "anonymous"), status) for url in urls
                 if (status := client.get(url, HTTP_ACCEPT="text/html,application/json").status_code) >= 500]  # fmt: skip
     return odd
@@ -371,7 +364,7 @@ def test_half_a_surrogate_pair_in_evidence_or_a_qualification_record_is_a_400_an
     ],
 )  # fmt: skip
 def test_every_json_body_with_half_a_surrogate_pair_or_an_overflowing_number_is_a_400_naming_where(owner, url, body, named):
-    answer = sent(signed_in(owner), url, body)
+    answer = sent(client_of(owner), url, body)
     assert answer.status_code == 400, answer.content
     message = answer.json()["error"]["message"]
     assert named in message and "JSON parse error" in message, message

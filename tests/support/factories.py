@@ -5,12 +5,22 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from django.contrib.auth.models import User
+from django.test import Client
 from factory.base import Factory
 from factory.declarations import Sequence, SubFactory
 from factory.django import DjangoModelFactory
 
 from registry.catalog.services import pair_get_or_create
 from registry.models import CertificationRun, HubModel, Pair
+
+
+def client_of(user: User | None) -> Client:
+    """A test client signed in as `user`, or anonymous for None."""
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
 
 
 def fake_sha(seed: object) -> str:
