@@ -132,6 +132,8 @@ def _results(results: object) -> list[str]:
         _section("acceptance figures", speculative.get("acceptance"), _acceptance),
         _section("equivalence figures", found.get("equivalence"), _equivalence),
         *_temperatures(_object(speculative.get("acceptance")).get("by_temperature")),
+        *_figures_mode(_object(speculative.get("acceptance")).get("mode")),
+        *_modes(_object(speculative.get("acceptance")).get("by_mode")),
         _section("throughput figures", found.get("throughput"), _speedups),
         *_best_k(found.get("throughput")),
         *_schedule(_object(_object(found.get("throughput")).get("choice_of_k")).get("schedule")),
@@ -219,6 +221,39 @@ def _temperatures(rows: object) -> list[str]:
         bounds = f" [{_figure(interval[0])}, {_figure(interval[1])}]" if isinstance(interval, list) and len(interval) == 2 else ""
         shown.append(f"{_figure(row.get('temperature'), 1)} {_figure(row.get('mean_acceptance_length'))}{bounds}")
     return [f"  acceptance by temperature: {'; '.join(shown)}"] if shown else []
+
+
+def _figures_mode(found: object) -> list[str]:
+    """Which mode the figures hold for: the prompts as written, or the chat template with its switches (issue 53)."""
+    if found is None:
+        return []
+    mode = _object(found)
+    switches = _object(mode.get("chat_template_kwargs"))
+    told = ", ".join(f"{_shown(name)}={_shown(value)}" for name, value in switches.items()) or "its defaults"
+    if mode.get("rendered") == "as written":
+        return ["  figures hold for: the prompts as written (no chat template, so no thinking switch)"]
+    return [f"  figures hold for: {_shown(mode.get('rendered'))}, switches {told}"]
+
+
+def _modes(found: object) -> list[str]:
+    """AL with the chat template's thinking switch on and off, each with its interval, and how far apart (issue 53)."""
+    if found is None:
+        return []
+    by_mode = _object(found)
+    rows, apart = by_mode.get("modes"), _object(by_mode.get("difference"))
+    if not isinstance(rows, list):
+        return [f"  acceptance by mode: {_unreadable(found)}"]
+    shown = [f"{_shown(row.get('mode'))} {_figure(row.get('mean_acceptance_length'))}"
+             f"{_bounds(row.get('mean_acceptance_length_interval'))}" for row in map(_object, rows)]  # fmt: skip
+    of = apart.get("of")
+    named = " - ".join(map(_shown, of)) if isinstance(of, list) else "difference"
+    shown.append(f"{named} {_figure(apart.get('mean_acceptance_length'))}{_bounds(apart.get('interval'))} paired over "
+                 f"{_shown(apart.get('prompts'))} prompts")  # fmt: skip
+    return [f"  acceptance by mode ({_shown(by_mode.get('switch'))}): {'; '.join(shown)}"]
+
+
+def _bounds(interval: object) -> str:
+    return f" [{_figure(interval[0])}, {_figure(interval[1])}]" if isinstance(interval, list) and len(interval) == 2 else ""
 
 
 def _schedule(served: object) -> list[str]:

@@ -171,6 +171,13 @@ ERRORS: dict[str, ErrorText] = {
         'Fix the line and field named in the message (docs/catalog.md, "Your own traffic", lists the formats), '
         "then upload or run again.",
     ),
+    "workload:placeholder": ErrorText(
+        Fault.USER,
+        "The workload holds a SPEED-Bench row whose prompt is a placeholder; nothing of the upload was kept.",
+        "Resolve the dataset first: run the preparation step SPEED-Bench's dataset card gives, which fetches each such "
+        "row's text from its source (by source and src_id) into `turns`, then upload the file it writes; or drop the "
+        "rows named.",
+    ),
     "workload:too-large": ErrorText(
         Fault.USER,
         "The workload is over a size limit.",

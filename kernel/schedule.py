@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from kernel.formats.vllm_support import VLLM_VERSION, dynamic_k_takes_ranges
+
 MAX_BATCH = 1024  # beyond any level measured; vLLM caps a range at its own largest batch
 
 
@@ -47,9 +49,16 @@ def k_at(ranges: Sequence[Range], batch: int) -> int:
     return next((r.k for r in ranges if r.start <= batch <= r.end), ranges[-1].k if ranges else 0)
 
 
-def speculative_config(config: dict[str, object], ranges: Sequence[Range]) -> dict[str, object]:
-    """The pair's speculative config with the schedule: vLLM caps each range's k at num_speculative_tokens, which
-    stays the run's k unless a range asks for more."""
+def speculative_config(config: dict[str, object], ranges: Sequence[Range], build: str = VLLM_VERSION) -> dict[str, object]:
+    """The pair's speculative config with the schedule, in the form vLLM `build` takes (by default the pinned one's):
+    vLLM caps each range's k at num_speculative_tokens, which stays the run's k unless a range asks for more."""
     run_k = int(str(config["num_speculative_tokens"]))
     most = max([run_k, *(r.k for r in ranges)])
-    return {**config, "num_speculative_tokens": most, "num_speculative_tokens_per_batch_size": [list(r) for r in ranges]}
+    return {**config, "num_speculative_tokens": most, "num_speculative_tokens_per_batch_size": written(ranges, build)}
+
+
+def written(ranges: Sequence[Range], build: str = VLLM_VERSION) -> list[list[int]] | dict[str, int]:
+    """The schedule as vLLM `build` reads it: a list of [start, end, k] ranges, or an older build's {"start-end": k}."""
+    if dynamic_k_takes_ranges(build):
+        return [list(r) for r in ranges]
+    return {f"{r.start}-{r.end}": r.k for r in ranges}

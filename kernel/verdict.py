@@ -20,30 +20,38 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict, Unpack, cast
 
+from kernel import diagnosis, result, stats
 from kernel import qualification as q
-from kernel import result, stats
 from kernel.spec import Thresholds
 
 PAIR, ENGINE = "pair", "engine"
 
 
 def judge_document(
-    stages: Mapping[str, Any], *, method: str, thresholds: Thresholds, qualification: q.Record | None
+    stages: Mapping[str, Any],
+    *,
+    method: str,
+    thresholds: Thresholds,
+    qualification: q.Record | None,
+    spec: Mapping[str, Any] | None = None,
 ) -> tuple[str, list[str], result.Properties]:
-    """Return the label, its reasons and the per-property verdicts for a run's stages."""
+    """Return the label, its reasons and the per-property verdicts for a run's stages; with the run's `spec`, a low
+    acceptance names its likely causes (kernel/diagnosis.py)."""
     equivalence: Mapping[str, Any] = stages.get("equivalence") or {}
     throughput: Mapping[str, Any] = stages.get("throughput") or {}
     levels = throughput.get("levels", {})
     level_1 = levels.get("1")
     # Documents older than intervals (version 1) have a speedup without one: not a measured gain.
     measured = (level_1["speedup"], level_1["speedup_interval"]) if level_1 and level_1.get("speedup_interval") else None
+    served = diagnosis.served_by(spec, stages) if spec is not None else None
     properties: result.Properties = {
-        "acceptance": acceptance(stages.get("speculative", {}).get("acceptance")),
+        "acceptance": acceptance(stages.get("speculative", {}).get("acceptance"), served),
         "greedy": greedy(equivalence.get("greedy") or {}, thresholds),
         "sampling": sampling(equivalence.get("sampling") or [], method, thresholds, qualification),
         "speed": speed(measured, thresholds, claimed=result.level_claims(levels, thresholds.min_speedup).get("1")),
     }
-    return label(properties), [p["reason"] for p in each(properties) if p["outcome"] not in GOOD], properties
+    named = [properties["acceptance"]["reason"]] if properties["acceptance"]["evidence"].get("causes") else []
+    return label(properties), [p["reason"] for p in each(properties) if p["outcome"] not in GOOD] + named, properties
 
 
 GOOD = ("measured", "pass", result.FASTER)
@@ -71,11 +79,16 @@ def _verdict(outcome: str, reason: str, fault: str | None = None, **evidence: Un
     return {"outcome": outcome, "fault": fault, "reason": reason, "evidence": evidence}
 
 
-def acceptance(measured: Mapping[str, Any] | None) -> result.PropertyVerdict:
-    length = (measured or {}).get("mean_acceptance_length")
+def acceptance(measured: Mapping[str, Any] | None, served: diagnosis.Setup | None = None) -> result.PropertyVerdict:
+    """The figure; where it reads near 1 (or almost nothing is accepted), the causes SpecHub checked, named."""
+    length, rate = (measured or {}).get("mean_acceptance_length"), (measured or {}).get("acceptance_rate")
     if length is None:
         return _verdict("not-run", "acceptance was not measured")
-    return _verdict("measured", f"acceptance length {length:.2f} (vLLM's own counters)")
+    shown = f"acceptance length {length:.2f} (vLLM's own counters)"
+    if served is None or not diagnosis.is_low(length, rate):
+        return _verdict("measured", shown)
+    causes = diagnosis.diagnose(length, rate, served)
+    return _verdict("measured", f"{shown}; low, likely causes: {diagnosis.causes_text(causes)}", causes=causes)
 
 
 def greedy(per_category: Mapping[str, Mapping[str, Any]], thresholds: Thresholds) -> result.PropertyVerdict:
@@ -199,6 +212,7 @@ def rejudge(document: result.ResultDocument, qualification: q.Record | None) -> 
         method=document["spec"]["method"],
         thresholds=Thresholds(**before["thresholds"]),
         qualification=qualification,
+        spec=document["spec"],
     )
     cited = q.reference(qualification) if qualification else None
     judged: result.Verdict = {**before, "verdict": level, "reasons": reasons, "properties": properties, "qualification": cited}

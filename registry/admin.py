@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
+from registry.certificates.revocation import AlreadyRevoked, RevocationNotQueued, certificate_revoke_request
 from registry.fleet.services import worker_public_approve
 from registry.models import (
     Certificate,
     CertificationRun,
     EngineBuild,
     HubModel,
+    LogEntry,
     Pair,
     Regression,
     Submission,
@@ -67,12 +72,64 @@ class CertificationRunAdmin(admin.ModelAdmin[CertificationRun]):
 
 @admin.register(Certificate)
 class CertificateAdmin(admin.ModelAdmin[Certificate]):
-    list_display = ["pair", "verdict", "issued_at", "expires_at"]
+    list_display = ["pair", "verdict", "issued_at", "expires_at", "revoked_at"]
     list_filter = ["verdict"]
+    actions = ["revoke"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Certificate | None = None) -> bool:
+        return False  # a logged certificate is revoked, never deleted
+
+    @admin.action(description="Revoke the selected certificates, with a reason")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[Certificate]) -> HttpResponse | None:
+        reason = str(request.POST.get("reason", "")).strip()
+        if not reason:  # first ask for the reason, on a page of its own
+            context = {**self.admin_site.each_context(request), "certificates": queryset, "opts": self.model._meta}
+            return TemplateResponse(request, "admin/registry/certificate/revoke.html", context)
+        for certificate in queryset:
+            try:
+                revoked = certificate_revoke_request(certificate_id=certificate.pk, user=request.user, reason=reason)
+            except (ValidationError, AlreadyRevoked, RevocationNotQueued) as refused:
+                self.message_user(request, f"{certificate}: {refused}", messages.WARNING)
+                continue
+            if revoked is None:  # this process holds no signing key: a worker that does logs it
+                self.message_user(request, f"{certificate}: revocation queued; a signing worker logs it shortly.")
+        return None
 
     def get_readonly_fields(self, request: object, obj: Certificate | None = None) -> list[str]:
         # Signed content: an edit here would make the stored columns disagree with the signed file.
         return [field.name for field in Certificate._meta.fields]
+
+
+@admin.register(LogEntry)
+class LogEntryAdmin(admin.ModelAdmin[LogEntry]):
+    """The transparency log, to read: entries are appended by services and never changed or deleted."""
+
+    list_display = ["index", "kind", "certificate", "entry_sha256", "logged_at"]
+    list_filter = ["kind"]
+    search_fields = ["entry_sha256"]
+    readonly_fields = ["index", "kind", "certificate", "entry_sha256", "leaf", "root", "logged_at", "logged"]
+    fields = tuple(readonly_fields)
+
+    @admin.display(description="leaf hash")
+    def leaf(self, entry: LogEntry) -> str:
+        return bytes(entry.leaf_hash).hex()
+
+    @admin.display(description="root after this entry")
+    def root(self, entry: LogEntry) -> str:
+        return bytes(entry.root_hash).hex()
+
+    @admin.display(description="entry as logged")
+    def logged(self, entry: LogEntry) -> str:
+        return bytes(entry.entry).decode("utf-8", errors="replace")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: LogEntry | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: LogEntry | None = None) -> bool:
+        return False
 
 
 @admin.register(Regression)

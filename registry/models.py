@@ -36,3 +36,6 @@ from registry.runs.models import SubmissionStatus as SubmissionStatus
 from registry.runs.models import WorkloadCategory as WorkloadCategory
 from registry.runs.models import WorkloadResult as WorkloadResult
 from registry.traffic.models import Workload as Workload
+from registry.transparency.models import EntryKind as EntryKind
+from registry.transparency.models import LogEntry as LogEntry
+from registry.transparency.models import LogHead as LogHead

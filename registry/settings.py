@@ -180,6 +180,7 @@ SPECTACULAR_SETTINGS = {
         "registry.notifications.payloads.CERTIFIED",
         "registry.notifications.payloads.REGRESSED",
         "registry.notifications.payloads.EXPIRED",
+        "registry.notifications.payloads.REVOKED",
         "registry.notifications.payloads.DRIFT",
     ],
     "ENUM_NAME_OVERRIDES": {

@@ -8,6 +8,7 @@ from registry import views
 from registry.accounts import views as accounts_views
 from registry.accounts.logins import AdminSignInForm
 from registry.catalog import views as catalog_views
+from registry.certificates import views as certificate_views
 from registry.deployments import views as deployment_views
 from registry.fleet import views as fleet_views
 from registry.prometheus import metrics
@@ -23,10 +24,13 @@ urlpatterns = [
     path("readyz", views.readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
     path("pairs/<int:pk>/", catalog_views.pair_detail, name="pair"),
+    path("certificates/<int:pk>/revoke/", certificate_views.certificate_revoke_page, name="certificate-revoke"),
     path("runs/", runs_views.queue, name="queue"),
     path("runs/<int:pk>/", runs_views.run_detail, name="run"),
     path("submit/", runs_views.submit, name="submit"),
     path("matrix/", catalog_views.matrix, name="matrix"),
+    path("formats/", catalog_views.formats, name="formats"),
+    path("judge/", deployment_views.judge, name="judge"),
     path("engines/", runs_views.engines, name="engines"),
     path("imports/", catalog_views.imports, name="imports"),
     path("workloads/", traffic_views.workloads, name="workloads"),

@@ -7,7 +7,7 @@ import re
 from django.core.exceptions import ValidationError
 
 from kernel.formats.inputs import is_repo_id
-from kernel.formats.rules import not_lossless
+from kernel.formats.options import not_lossless
 from registry.params import echo
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")

@@ -7,13 +7,18 @@
     spechub verify certificate.json [--public-key issuer.pem | --url URL]   # no server needed with a key
     spechub reproduce certificate.json --out reproduced.json     # verifies first; needs the engine installed
     spechub watch --deployment 7 --metrics http://127.0.0.1:8000/metrics   # push a vLLM server's spec-decode counters
+    spechub log watch --url https://spechub.example --every 300   # a witness: each checkpoint extends the last seen
+    spechub judge result.json --draft org/head --verifier org/model   # is my AL normal? exit 0 within, 3 below/above
 
 The server comes from --url, SPECHUB_URL or the config file; the token from SPECHUB_TOKEN or the
 config file, sent only to the configured server (spechub.client). `verify` trusts the key it is
 given, or the key pinned for the server in known_keys.json beside the config file: recorded on
 first use (only for a certificate and a server that name an issuer), then never fetched again, and the
-certificate's issuer must be the one pinned with it. Every answer is checked against its shape (spechub.shapes), and
-one over 32 MiB is refused (--max-answer-mb raises the cap).
+certificate's issuer must be the one pinned with it. With a server named, `verify` then checks the file's
+inclusion in the server's transparency log under a signed checkpoint, and that checkpoint's consistency with the
+last one this client saw (kept in known_checkpoints.json beside known_keys.json); a revoked certificate says why
+and exits 1. Every answer is checked against its shape (spechub.shapes), and one over 32 MiB is refused
+(--max-answer-mb raises the cap).
 Exit codes: 0 done (and the verdict meets --require); 1 the pair's
 or the input's fault; 2 the service's fault or unreachable; 3 a verdict below --require.
 """
@@ -29,12 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spechub import capped, keyring, watch
+from spechub import capped, keyring, logbook, watch
 from spechub.client import Client, SpecHubError
 from spechub.shapes import AtConcurrency, Property, Run, Verdict
 
 LEVELS = {"failed": 0, "provisional": 1, "certified": 2}
 BELOW_REQUIRED = 3
+OUTSIDE_BAND = 3  # `judge`: the run's AL lies wholly below or above the certified band
 INVALID, EXPIRED = 1, 2
 
 
@@ -85,7 +91,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
                              "and pinned).")  # fmt: skip
         checked.add_argument("--issuer", help="With --public-key: the issuer the certificate must name (its server's URL).")
     reproduce.add_argument("--out", type=Path, required=True)
+    log = command("log", "The transparency log: `spechub log watch` checks each checkpoint extends the last you saw.")
+    log.add_argument("action", choices=["watch"])
+    log.add_argument("--every", type=float, default=300.0, metavar="SECONDS", help="Seconds between checkpoints (default 300).")
+    log.add_argument("--count", type=int, metavar="M", help="Stop after this many checkpoints (default: until Ctrl-C).")
+    log.add_argument("--public-key", type=Path, help="The issuer's PEM public key; without it, the key pinned for the server.")
+    log.add_argument("--issuer", help="With --public-key: the issuer (the server's URL) whose log this is.")
     _watch_arguments(command("watch", "Push a vLLM server's spec-decode counters to a deployment you registered."))
+    judging = command("judge", "Hold a vllm bench serve result (or a saved /metrics) to its pair's certified band.")
+    judging.add_argument("file", type=Path, help="The JSON `vllm bench serve --save-result` wrote, or a saved /metrics text.")
+    judging.add_argument("--draft", default="", help="The draft's Hub repo id (omit for ngram or suffix).")
+    judging.add_argument("--verifier", required=True, help="The verifier's Hub repo id.")
+    judging.add_argument("--k", type=int, help="num_speculative_tokens (default: the positions the file counts).")
+    judging.add_argument("--temperature", type=float, default=0.0,
+                         help="The temperature the run sampled at (default 0). vllm bench serve sends none without "
+                         "--temperature, and the server's default (often 1) applies.")  # fmt: skip
+    judging.add_argument("--hardware", default="cpu", help="The hardware class of the certified band (default cpu).")
     return parser.parse_args(argv)
 
 
@@ -126,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
             return verify(args)
         if args.command == "reproduce":
             return reproduce(args)
+        if args.command == "log":
+            return log_watch(args)
         return int(COMMANDS[args.command](_client(args), args))
     except SpecHubError as error:
         print(f"spechub: {error.code}: {error.message}", file=sys.stderr)
@@ -227,20 +250,74 @@ def verify(args: argparse.Namespace) -> int:
     """Verify with a key you trust: a PEM file, or the key pinned for the server; needs no Django, no database."""
     from kernel import certificate_text
 
-    verified = _verified(args)
-    if verified is None:
+    found = _checked(args)
+    if found is None:
         return INVALID
+    verified, key = found
     text, expired = certificate_text.describe(verified, datetime.now(UTC))
     print(text)
+    logged = _in_the_log(args, verified, key)
+    if logged is not None:
+        return logged
     return EXPIRED if expired else 0
+
+
+def _in_the_log(args: argparse.Namespace, verified: Any, key: Any) -> int | None:
+    """Check the file's inclusion and the log's consistency with what this client saw; an exit status on a failure."""
+    issuer = verified.payload.get("issuer")
+    try:
+        client = _client(args)
+    except SpecHubError as none:
+        if none.code != "client:no-server":
+            raise
+        print("spechub: not checked against the transparency log: name the server with --url", file=sys.stderr)
+        return None
+    if not isinstance(issuer, str) or not issuer:
+        print("spechub: not checked against the transparency log: the certificate names no issuer", file=sys.stderr)
+        return None
+    try:
+        seen = logbook.check_file(client, args.file.read_bytes(), issuer=issuer, key=key)
+    except SpecHubError as refused:
+        if refused.status != 404:
+            raise
+        if _log_empty(client):
+            print(f"spechub: not checked against the transparency log: {client.base_url}'s log is empty", file=sys.stderr)
+            return None
+        print(f"NOT IN THE LOG: {client.base_url} has no entry for this file: {refused.message}", file=sys.stderr)
+        return INVALID
+    except logbook.LogFailure as failed:
+        print(f"NOT VALID: the transparency log check failed: {failed}", file=sys.stderr)
+        return INVALID
+    print(logbook.said(seen))
+    if seen.revocation is not None:
+        revoked = seen.revocation
+        print(f"REVOKED: revoked on {revoked['revoked_at']} by {revoked['revoked_by']}: {revoked['reason']}")
+        return INVALID
+    return None
 
 
 class Unpinnable(Exception):
     """Trust on first use cannot bind the server's key to an issuer: nothing is pinned."""
 
 
+def _log_empty(client: Client) -> bool:
+    try:
+        client.log_checkpoint()
+    except SpecHubError as refused:
+        if refused.status == 404:
+            return True
+        raise
+    return False
+
+
 def _verified(args: argparse.Namespace) -> Any:
     """The certificate's verified content, or None after saying on stderr why it is not valid."""
+    found = _checked(args)
+    return None if found is None else found[0]
+
+
+def _checked(args: argparse.Namespace) -> tuple[Any, Any] | None:
+    """The certificate's verified content and the key that verified it, or None after saying on stderr why not."""
     from kernel import certificates
 
     try:
@@ -257,7 +334,7 @@ def _verified(args: argparse.Namespace) -> Any:
     if issuer and named != issuer:
         print(f"NOT VALID: the certificate names issuer {named!r}, but the key you trust is {issuer!r}'s.", file=sys.stderr)
         return None
-    return verified
+    return verified, key
 
 
 def _trusted_key(args: argparse.Namespace, data: bytes) -> tuple[Any, str | None]:
@@ -305,6 +382,24 @@ def _issuer_named(data: bytes) -> str:
     payload: object = certificates.payload_of(data)
     named = payload.get("issuer") if isinstance(payload, dict) else None
     return named if isinstance(named, str) else ""
+
+
+def log_watch(args: argparse.Namespace) -> int:
+    """Be a witness: fetch the log's checkpoints and hold each to the last this client saw; 1 when one does not extend it."""
+    from kernel import certificates
+
+    client = _client(args)
+    if args.public_key:
+        key, issuer = certificates.load_public_key(args.public_key), args.issuer or client.base_url
+    else:
+        pinned = keyring.read().get(client.base_url)
+        if pinned is None or not isinstance(pinned.get("public_key_pem"), str):
+            print(f"spechub: no key is pinned for {client.base_url}: verify one of its certificates first "
+                  "(spechub verify FILE --url URL), or give --public-key", file=sys.stderr)  # fmt: skip
+            return INVALID
+        key = certificates.public_key_from_pem(pinned["public_key_pem"].encode(), f"the key pinned for {client.base_url}")
+        issuer = str(pinned.get("issuer") or client.base_url)
+    return logbook.watch(client, args, key, issuer)
 
 
 def reproduce(args: argparse.Namespace) -> int:
@@ -356,8 +451,43 @@ def _acceptance_length(acceptance: dict[str, object] | None) -> str:
     return f"{found:.2f}" if isinstance(found, int | float) and not isinstance(found, bool) else "-"
 
 
+def judge(client: Client, args: argparse.Namespace) -> int:
+    """Print where the file's AL and per-position rates stand against the band: exit 0 within, 3 below or above,
+    1 where it could not be judged (no spec-decode fields, too few requests, another k, no band)."""
+    if not (math.isfinite(args.temperature) and 0 <= args.temperature <= 2):
+        print(f"spechub: --temperature must be from 0 to 2, not {args.temperature}", file=sys.stderr)
+        return INVALID
+    from kernel import vllm_results  # the cap only; not loaded by every spechub command
+
+    if args.file.is_file() and args.file.stat().st_size > vllm_results.MAX_BYTES:
+        print(f"spechub: {args.file} is more than {vllm_results.MAX_BYTES // 2**20} MiB; that is no vllm bench serve "
+              "result", file=sys.stderr)  # fmt: skip
+        return INVALID
+    answer = client.judge(args.file, verifier=args.verifier, draft=args.draft, k=args.k, temperature=args.temperature,
+                          hardware=args.hardware)  # fmt: skip
+    held = answer["held"]
+    print(f"{answer['verdict']}: {answer['reason']}")
+    note = f"; {answer['note']}" if answer["note"] else ""
+    print(f"  held to pair {held['pair']}, run {held['run']} ({held['hardware']}, vLLM {held['engine_version'] or '?'}, "
+          f"temperature {held['temperature']:g}); read as a {answer['source']}{note}")  # fmt: skip
+    for row in answer["positions"]:
+        print(f"  position {row['position']}: {row['rate']:.3f} {_span(row['interval'])} against "
+              f"{_rate(row['certified'])} {_span(row['certified_interval'])}: {row['verdict']}")  # fmt: skip
+    if answer["verdict"] == "within":
+        return 0
+    return OUTSIDE_BAND if answer["verdict"] in ("below", "above") else INVALID
+
+
+def _span(interval: list[float]) -> str:
+    return f"[{interval[0]:.3f}, {interval[1]:.3f}]" if len(interval) == 2 else ""
+
+
+def _rate(rate: float | None) -> str:
+    return f"{rate:.3f}" if rate is not None else "none certified"
+
+
 COMMANDS = {"gate": gate, "submit": submit, "runs": runs, "recommend": recommend, "upload": upload, "compare": compare,
-            "watch": watch.command}  # fmt: skip
+            "watch": watch.command, "judge": judge}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -32,10 +32,13 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from kernel.transparency.entries import ConsistencyProof, EntryProof
 from spechub import capped, checked
 from spechub.shapes import (
     GateReport,
     Ingested,
+    Judgement,
+    LogCheckpoint,
     PairDetail,
     PublicKey,
     Recommendations,
@@ -262,9 +265,31 @@ class Client:
         found = self._answer(PublicKey, "GET", "/api/v1/certificates/public-key/")
         return {"public_key_pem": found["public_key_pem"], "issuer": found["issuer"]}
 
+    def log_checkpoint(self) -> LogCheckpoint:
+        """The transparency log's latest signed checkpoint; anonymous."""
+        return self._answer(LogCheckpoint, "GET", "/api/v1/log/checkpoint")
+
+    def log_inclusion(self, certificate_sha256: str) -> EntryProof:
+        """A certificate file's inclusion proof (by the file's SHA-256), and its revocation's, if it was revoked."""
+        return self._answer(EntryProof, "GET", "/api/v1/log/proof/inclusion", params={"certificate": certificate_sha256})
+
+    def log_consistency(self, old_size: int, new_size: int) -> ConsistencyProof:
+        """The proof that the log of `new_size` extends the log of `old_size`."""
+        params = {"from": old_size, "to": new_size}
+        return self._answer(ConsistencyProof, "GET", "/api/v1/log/proof/consistency", params=params)
+
     def certificate_file(self, certificate_id: int) -> bytes:
         """The signed certificate file, byte for byte as issued."""
         return self._request("GET", f"/api/v1/certificates/{certificate_id}/download/", auth=True).content
+
+    def judge(self, path: Path, *, verifier: str, draft: str = "", k: int | None = None, temperature: float = 0.0,
+              hardware: str = "cpu") -> Judgement:  # fmt: skip
+        """Hold a `vllm bench serve` result file (or a saved /metrics) to its pair's certified band; anonymous."""
+        fields = {"verifier": verifier, "draft": draft, "temperature": temperature, "hardware": hardware,
+                  **({"k": k} if k is not None else {})}  # fmt: skip
+        with path.open("rb") as stream:
+            files = {"file": (path.name, stream, "application/octet-stream")}
+            return self._answer(Judgement, "POST", "/api/v1/judge/", data=fields, files=files)
 
     def push_observations(self, deployment: int, snapshots: list[Snapshot], *, ingest_token: str) -> Ingested:
         """Push a deployment's counter snapshots (`spechub watch`) with its write-only ingest token, as a Bearer token;

@@ -226,6 +226,8 @@ class Certificate(TypedDict):
     reproduce: str
     hub_pr_url: str
     download: str  # the path of the signed file
+    revoked_at: NotRequired[str | None]  # since the transparency log; absent from older servers
+    revocation_reason: NotRequired[str]
 
 
 class Regression(TypedDict):
@@ -262,6 +264,14 @@ class PairDetail(TypedDict):
     format_metadata: dict[str, object]
     certificate: Certificate | None  # the public suite's; a workload's stays its owner's
     regressions: list[Regression]
+
+
+class LogCheckpoint(TypedDict):
+    """GET /api/v1/log/checkpoint: the latest signed checkpoint (C2SP tlog-checkpoint)."""
+
+    origin: str
+    size: int
+    checkpoint: str
 
 
 class PublicKey(TypedDict):
@@ -436,3 +446,43 @@ class Ingested(TypedDict):
     state: str
     reason: str
     live_al: float | None
+
+
+# --- A run of your own, judged (`spechub judge`) --------------------------------------------------
+
+
+class JudgedPosition(TypedDict):
+    position: int
+    rate: float
+    interval: list[float]
+    certified: float | None
+    certified_interval: list[float]
+    verdict: str
+    smallest_difference: float | None
+
+
+class JudgeHeld(TypedDict):
+    pair: int
+    run: int
+    engine_version: str
+    hardware: str
+    temperature: float
+
+
+class Judgement(TypedDict):
+    """POST /api/v1/judge/: a vllm bench serve result (or a saved /metrics) against its pair's certified band."""
+
+    verdict: str  # within, below, above, too small, mismatch, no band
+    reason: str
+    al: float | None
+    al_interval: list[float]
+    certified_al: float | None
+    band: list[float]
+    smallest_difference: float | None
+    drafts: int
+    requests: int
+    k: int | None
+    source: str
+    note: str
+    positions: list[JudgedPosition]
+    held: JudgeHeld

@@ -20,38 +20,28 @@ import stat
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from kernel import exposition
 from spechub import capped, shapes
 from spechub.client import Client, SpecHubError
 
-if TYPE_CHECKING:  # prometheus_client is imported when a text is parsed, not by every spechub command
-    from prometheus_client.metrics_core import Metric
-    from prometheus_client.samples import Sample
-
-COUNTER_FAMILIES = {
-    "vllm:spec_decode_num_drafts": "drafts",
-    "vllm:spec_decode_num_draft_tokens": "draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens": "accepted",
-}
-PER_POSITION_FAMILY = "vllm:spec_decode_num_accepted_tokens_per_pos"
-REQUESTS_FAMILY = "vllm:request_success"
-STARTED_FAMILY = "process_start_time_seconds"
-SPEC_DECODE_PREFIX = "vllm:spec_decode_"
-MAX_POSITIONS = 64  # draft positions; vLLM's num_speculative_tokens is a handful
+# The exposition's names: kernel.exposition reads the text, one reader for `spechub watch` and `spechub judge`.
+COUNTER_FAMILIES, PER_POSITION_FAMILY = exposition.COUNTER_FAMILIES, exposition.PER_POSITION_FAMILY
+REQUESTS_FAMILY, STARTED_FAMILY = exposition.REQUESTS_FAMILY, exposition.STARTED_FAMILY
+SPEC_DECODE_PREFIX, MAX_POSITIONS = exposition.SPEC_DECODE_PREFIX, exposition.MAX_POSITIONS
 MAX_BYTES = 8 * 1024 * 1024  # a vLLM /metrics is tens of KiB; more is not an exposition we should hold in memory
 SCRAPE_TIMEOUT = 10.0
 MAX_REDIRECTS = 3
 ENCODINGS = capped.ENCODINGS  # what _capped decodes itself, under the cap
 MAX_EVERY = 24 * 3600.0  # seconds; also the longest a Retry-After is slept
-QUOTED_LINES, QUOTED_CHARS = 3, 100  # of the lines an error quotes from a metrics text
+QUOTED_CHARS = exposition.QUOTED_CHARS
 RATE_LIMITED_WAIT = 60.0  # a 429 without Retry-After
 INVALID = 1
 
@@ -83,80 +73,14 @@ class Snapshot:
 
 def snapshot(text: str, *, read_at: float, engine_version: str | None, source: str) -> Snapshot:
     """Parse a Prometheus exposition into a snapshot, each counter summed over its other labels (model_name, engine)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    counts = _Counts()
     try:
-        for family in text_string_to_metric_families(text):
-            counts.add(family, source)
-    except ValueError as exc:
-        raise WatchError(f"{source} is not a Prometheus exposition: {exc}") from None
-    if not counts.speculating:
-        raise WatchError(f"speculative decoding is not on for this server (no vllm:spec_decode_* counters at {source})")
-    if not counts.counted:
-        raise WatchError(f"{source} has vllm:spec_decode_* metrics but no counter watch can read "
-                         f"(vllm:spec_decode_num_drafts_total{{...}} 5 is one): {_unread(text)}")  # fmt: skip
-    positions = [counts.per_position.get(i, 0) for i in range(max(counts.per_position, default=-1) + 1)]
-    return Snapshot(read_at=read_at, per_position=positions, requests=counts.requests, started_at=counts.started,
-                    engine_version=engine_version, k=len(positions) or None, **counts.totals)  # fmt: skip
-
-
-@dataclass
-class _Counts:
-    """The counters summed so far, and whether the text speaks of spec decoding at all."""
-
-    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTER_FAMILIES.values(), 0))
-    per_position: dict[int, int] = field(default_factory=dict)
-    requests: int = 0
-    started: float | None = None
-    speculating: bool = False
-    counted: int = 0  # the spec-decode counter samples summed
-
-    def add(self, family: Metric, source: str) -> None:
-        # prometheus_client's own text names the family X and its samples X_total; OpenMetrics-style text typed as X
-        # (or not typed) makes each X_total sample a family of its own, named X_total, of type unknown: the same counter.
-        name = family.name.removesuffix("_total")
-        self.speculating = self.speculating or name.startswith(SPEC_DECODE_PREFIX)
-        for sample in family.samples:
-            if name == STARTED_FAMILY and math.isfinite(sample.value):
-                self.started = sample.value if self.started is None else min(self.started, sample.value)  # the oldest
-            elif sample.name.endswith("_total"):  # `_created` comes as its own gauge family in the text format
-                self._count(name, sample, source)
-
-    def _count(self, name: str, sample: Sample, source: str) -> None:
-        if name in COUNTER_FAMILIES:
-            self.totals[COUNTER_FAMILIES[name]] += _count_of(sample, source)
-            self.counted += 1
-        elif name == PER_POSITION_FAMILY:
-            position = _position(sample, source)
-            self.per_position[position] = self.per_position.get(position, 0) + _count_of(sample, source)
-        elif name == REQUESTS_FAMILY:
-            self.requests += _count_of(sample, source)
-
-
-def _count_of(sample: Sample, source: str) -> int:
-    if not (math.isfinite(sample.value) and sample.value >= 0):
-        raise WatchError(f"{source}: {sample.name} is {sample.value}, not a count")
-    return int(sample.value)
-
-
-def _position(sample: Sample, source: str) -> int:
-    """The draft position a per-position sample counts; bounded, since the snapshot holds one count per position."""
-    label = sample.labels.get("position", "0")
-    try:
-        position = int(label)
-    except ValueError:
-        position = -1
-    if not 0 <= position < MAX_POSITIONS:
-        raise WatchError(f"{source}: {sample.name} has position {label[:20]!r}, not one of 0 to {MAX_POSITIONS - 1}")
-    return position
-
-
-def _unread(text: str) -> str:
-    """The first few spec-decode lines, samples before comments, each cut short: enough to see what they look like."""
-    lines = [line.strip() for line in text.splitlines() if SPEC_DECODE_PREFIX in line]
-    lines.sort(key=lambda line: line.startswith("#"))
-    return ", ".join(repr(line[:QUOTED_CHARS]) for line in lines[:QUOTED_LINES]) or "no lines"
+        read = exposition.read(text, source=source)
+    except exposition.Unreadable as exc:
+        raise WatchError(str(exc)) from None
+    positions = list(read.per_position)
+    return Snapshot(read_at=read_at, drafts=read.drafts, draft_tokens=read.draft_tokens, accepted=read.accepted,
+                    per_position=positions, requests=read.requests, started_at=read.started, engine_version=engine_version,
+                    k=len(positions) or None)  # fmt: skip
 
 
 def fetch(url: str) -> str:

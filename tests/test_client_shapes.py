@@ -23,6 +23,7 @@ from django.contrib.auth.models import User
 from django.test import Client as WebClient
 from django.utils import timezone
 
+from kernel.transparency.entries import ConsistencyProof, EntryProof
 from registry.states import FINAL_STATES
 from spechub import checked, client, shapes, watch
 from tests.support.factories import PairFactory, RunFactory
@@ -53,6 +54,10 @@ ANSWERS: dict[tuple[str, str, str], object] = {
     ("get", "/api/v1/workloads/{id}/report/", "200"): shapes.WorkloadReport,
     ("get", "/api/v1/certificates/public-key/", "200"): shapes.PublicKey,
     ("post", "/api/v1/deployments/{id}/observations/", "201"): shapes.Ingested,
+    ("get", "/api/v1/log/checkpoint", "200"): shapes.LogCheckpoint,
+    ("get", "/api/v1/log/proof/inclusion", "200"): EntryProof,
+    ("get", "/api/v1/log/proof/consistency", "200"): ConsistencyProof,
+    ("post", "/api/v1/judge/", "200"): shapes.Judgement,
 }
 # And each request body it sends that carries a shape.
 REQUESTS: dict[tuple[str, str], object] = {("post", "/api/v1/deployments/{id}/observations/"): ObservationsPush}

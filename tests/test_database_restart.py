@@ -152,6 +152,12 @@ def test_the_service_rides_out_a_database_restart(database, local_hub, tmp_path)
     with postgres.connect(url.rsplit("/", 1)[1]) as connection:
         stored = {row[0] for row in connection.execute("SELECT id FROM registry_submission")}
     assert told_stored <= stored  # every submission a client was told about is there
+    with postgres.connect(url.rsplit("/", 1)[1]) as connection:  # issue 55: the run's certificate and its log entry
+        certified = {row[0] for row in connection.execute("SELECT id FROM registry_certificate")}
+        logged = connection.execute("SELECT index, certificate_id, kind FROM registry_logentry ORDER BY index").fetchall()
+        head = connection.execute("SELECT size FROM registry_loghead").fetchall()
+    assert certified and {certificate for _, certificate, kind in logged if kind == "certificate"} == certified, logged
+    assert [index for index, _, _ in logged] == list(range(len(logged))) and head == [(len(logged),)]  # gapless, one head
 
     marks = (tmp_path / f"{run_id}.log").read_text().splitlines()
     assert sum(line.startswith("end verdict") for line in marks) == 1, marks  # finished exactly once

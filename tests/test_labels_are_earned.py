@@ -52,6 +52,8 @@ PYTHON = {
     ("kernel/typed.py", "_number"): "'within ±2**53': a range check on an incoming number",
     ("workers/__main__.py", "parse"): "help: within a stated precision",
     ("workers/__main__.py", "run_qualify"): "'every control passes': the qualification record",
+    ("registry/catalog/formats.py", "_loads"): "'control passes': the build's qualification record's own outcome (q.PASS)",
+    ("spechub/cli.py", "judge"): "'within': kernel.judging.judge's verdict, the run's interval against the band, tested",
 }
 
 # (template, a snippet of the line) -> what earns the word there.
@@ -69,6 +71,7 @@ TEMPLATES = {
     ("registry/pair.html", "faster upward from the lowest"): "prose: the fixed sequence",
     ("registry/pair.html", "within 25 % (plus 5 ms"): "engine_latency.agrees, held by tests/workers/test_engine_latency.py",
     ("registry/workload.html", "faster up to c="): "break_even_bounds: speed_label's margin, in sequence",
+    ("registry/judge.html", "holds its acceptance length"): "prose: what within, below and above mean (kernel.judging.judge)",
 }
 
 

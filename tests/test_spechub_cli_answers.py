@@ -63,6 +63,12 @@ PUBLIC_KEY = {"algorithm": "ed25519", "key_id": certificates.key_id(KEY.public_k
 INGESTED = {"stored": 1, "skipped": 0, "state": "within", "reason": "Within the certified band.", "live_al": 3.1}
 METRICS = "".join(f"# TYPE vllm:spec_decode_num_{name} counter\nvllm:spec_decode_num_{name}_total {count}\n"
                   for name, count in (("drafts", 10), ("draft_tokens", 40), ("accepted_tokens", 20)))  # fmt: skip
+JUDGED = {"verdict": "within", "reason": "AL 3.40 [3.28, 3.52] over 2000 requests", "al": 3.4, "al_interval": [3.28, 3.52],
+          "certified_al": 3.4, "band": [3.3, 3.5], "smallest_difference": 0.22, "drafts": 20000, "requests": 2000, "k": 1,
+          "source": "/metrics exposition", "note": "", "held": {"pair": 5, "run": 9, "engine_version": "0.32.0",
+                                                                 "hardware": "cpu", "temperature": 0.0},
+          "positions": [{"position": 1, "rate": 0.8, "interval": [0.77, 0.83], "certified": 0.8,
+                         "certified_interval": [0.78, 0.82], "verdict": "within", "smallest_difference": 0.05}]}  # fmt: skip
 
 # What each subcommand asks, and the answer a SpecHub gives it.
 SERVER: dict[tuple[str, str], object] = {
@@ -76,6 +82,7 @@ SERVER: dict[tuple[str, str], object] = {
     ("GET", "/api/v1/workloads/4/report/"): REPORT,
     ("GET", "/api/v1/certificates/public-key/"): PUBLIC_KEY,
     ("POST", "/api/v1/deployments/2/observations/"): INGESTED,
+    ("POST", "/api/v1/judge/"): JUDGED,
 }
 COMMANDS = {
     "gate": ["gate", "--draft", "org/draft", "--verifier", "org/verifier"],
@@ -86,6 +93,7 @@ COMMANDS = {
     "compare": ["compare", "4", "--certify", "5", "--wait"],
     "watch": ["watch", "--deployment", "2", "--once", "{metrics}", "--token", "ingest-secret"],
     "verify": ["verify", "{certificate}"],
+    "judge": ["judge", "{metrics}", "--draft", "org/draft", "--verifier", "org/verifier"],
 }
 
 
@@ -164,6 +172,7 @@ WRONG = [
     ("compare", {("POST", "/api/v1/workloads/4/runs/"): [{"id": "9"}]}, "[0].id: expected an integer"),
     ("watch", edited(("POST", "/api/v1/deployments/2/observations/"), "state", None), "state: expected a string, got null"),
     ("verify", edited(("GET", "/api/v1/certificates/public-key/"), "public_key_pem", 5), "public_key_pem"),
+    ("judge", edited(("POST", "/api/v1/judge/"), "positions.0.rate", "high"), "positions[0].rate: expected a number"),
 ]  # fmt: skip
 
 

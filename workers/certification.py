@@ -8,24 +8,26 @@ workers/speed.py).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import cast
 
-from kernel import result
+from kernel import quantized, result
 from kernel.builds import engine_build, installed_versions
 from kernel.errors import UserError
 from kernel.formats import ReportDict
 from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
+from kernel.traffic.templates import switches
 from kernel.verdict import judge_document
-from workers import audit, baselines, host, metrics, speed, two_tokens
+from workers import audit, baselines, host, metrics, modes, speed, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, Sampling, SpecCounters
-from workers.suites import tokenize
+from workers.suites import chat_template, tokenize
 from workers.workbench import (
     Counted,
     Measured,
@@ -52,6 +54,8 @@ def fetch(bench: Workbench, report: Tick) -> dict[str, str | None]:
     if spec.draft:
         bench.paths["draft"] = client.snapshot(spec.draft.repo_id, spec.draft.sha)
     bench.suite = bench.suite.rendered(bench.paths["verifier"], spec.plan.max_model_len)
+    bench.template = chat_template(bench.paths["verifier"])
+    bench.switches = switches(bench.template)
     bench.categories = [category for category, _ in bench.suite.prompts()]
     bench.prompts = tokenize(bench.paths["verifier"], [prompt for _, prompt in bench.suite.prompts()])
     return {"verifier": spec.verifier.sha, "draft": spec.draft.sha if spec.draft else None}
@@ -98,6 +102,9 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
         report(60)
         samples = _sampling(engine, bench) if speculative else {}
         sampled = _temperatures(engine, bench) if speculative else {}
+        started_modes = time.perf_counter()
+        by_mode = _modes(engine, bench) if speculative else {}
+        modes_seconds = time.perf_counter() - started_modes
         manifest = without_local_paths(engine.manifest(), bench)
     finally:
         engine.stop()
@@ -109,6 +116,8 @@ def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
         "samples": samples,
         "manifest": manifest,
         "by_temperature": sampled,
+        "by_mode": by_mode,
+        "by_mode_seconds": round(modes_seconds, 1),
     }
 
 
@@ -127,15 +136,26 @@ def _temperatures(engine: Engine, bench: Workbench) -> dict[str, Counted]:
     return found
 
 
+def _modes(engine: Engine, bench: Workbench) -> dict[str, Counted]:
+    """Greedy counters with the template's thinking switch on and off, on the engine already loaded (issue 53)."""
+
+    def count(batches: dict[str, list[list[int]]]) -> Counted:
+        _, counters, per_prompt = _counted(engine, bench, _greedy(bench), batches)
+        return {"counters": counters, "per_prompt": per_prompt}
+
+    return modes.measured(bench, count)
+
+
 def _counted(
-    engine: Engine, bench: Workbench, sampling: Sampling
+    engine: Engine, bench: Workbench, sampling: Sampling, batches: dict[str, list[list[int]]] | None = None
 ) -> tuple[Outputs, dict[str, RawCounters], dict[str, list[RawCounters]]]:
     """Outputs and counter deltas, one generate call per category (the same batching in both engines),
-    and each prompt's own counters where every request of the category has them."""
+    and each prompt's own counters where every request of the category has them; the run's prompts unless
+    `batches` names others."""
     outputs: Outputs = {}
     counters: dict[str, RawCounters] = {}
     per_prompt: dict[str, list[RawCounters]] = {}
-    for category, prompts in bench.by_category().items():
+    for category, prompts in (bench.by_category() if batches is None else batches).items():
         before = engine.counters()
         completions = engine.generate(prompts, sampling)
         outputs[category] = [list(c.token_ids) for c in completions]
@@ -196,12 +216,19 @@ def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
     prompts = _prompts_of(bench.speculative)
     acceptance = metrics.acceptance(total_counters(bench.speculative), prompts)
     if prompts is not None:
+        # Kept so that a quantized pair's run pairs with its unquantized pair's, prompt by prompt (issue 53 §2).
+        acceptance["per_prompt"] = {"drafts": [p.drafts for p in prompts], "accepted": [p.accepted for p in prompts]}
         edges = metrics.length_buckets(bench.spec.plan.max_model_len, bench.suite.max_tokens)
         lengths = [len(prompt) for batch in bench.by_category().values() for prompt in batch]
         acceptance["by_length"] = metrics.by_length(lengths, prompts, edges)
     sampled = {float(t): (total_counters(c), _prompts_of(c)) for t, c in bench.speculative.get("by_temperature", {}).items()}
     if sampled:
         acceptance["by_temperature"] = metrics.by_temperature({0.0: (total_counters(bench.speculative), prompts), **sampled})
+    acceptance["mode"] = modes.figures_mode(bench.suite.asked())
+    by_mode = {mode: (total_counters(c), _prompts_of(c)) for mode, c in bench.speculative.get("by_mode", {}).items()}
+    if by_mode and bench.switches.thinking:
+        found = modes.by_mode(bench.switches.thinking, modes.prompts_as(bench.suite.asked()), by_mode)
+        acceptance["by_mode"] = {**found, "seconds": bench.speculative.get("by_mode_seconds", 0.0)}
     return {"start_seconds": bench.speculative["start_seconds"], "manifest": bench.speculative["manifest"],
             "acceptance": acceptance}  # fmt: skip
 
@@ -280,7 +307,7 @@ def verdict(bench: Workbench, report: Tick) -> result.Verdict:
     draft = bench.spec.draft.repo_id if bench.spec.draft else bench.spec.method
     audit.record("certification", f"{draft} stages={','.join(bench.stages)}")
     level, reasons, properties = judge_document(bench.stages, method=bench.spec.method, thresholds=thresholds,
-                                                qualification=None)  # fmt: skip
+                                                qualification=None, spec=bench.spec.as_dict())  # fmt: skip
     return {
         "verdict": level,
         "reasons": reasons,
@@ -319,7 +346,21 @@ def environment(bench: Workbench) -> result.Environment:
             "private": bench.suite.private,
         },
         "speculative_config": without_local_paths(bench.engine_config, bench),
+        "quantization": _quantization(bench),
     }
+
+
+def _quantization(bench: Workbench) -> dict[str, object]:
+    """Which of the pair's checkpoints are quantized, and the base each names (kernel.quantized.derivation)."""
+    configs = {role: _config(bench.paths.get(role)) for role in ("draft", "verifier")}
+    return dict(quantized.derivation(configs["draft"], configs["verifier"]))
+
+
+def _config(folder: Path | None) -> object:
+    try:
+        return json.loads((folder / "config.json").read_text()) if folder is not None else None
+    except (OSError, ValueError):  # the gate already judged the config: what it could not read names no scheme here
+        return None
 
 
 def _workloads(bench: Workbench) -> dict[str, result.WorkloadFigures]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from kernel import result, schedule
+from kernel.builds import installed_engine_build
 from kernel.result import SLOWER, speed_label
 from kernel.schedule import AtLevel, Range
 from workers import serving
@@ -41,7 +42,8 @@ def serve(
     engine: Engine, config: EngineConfig, ranges: list[Range], baseline: serving.Server, levels: list[int], timed: Timed
 ) -> dict[str, result.ScheduleLevel]:
     """Serve the schedule beside `baseline`, time every level, and say from the counters whether each honours it."""
-    scheduled = replace(config, speculative_config=schedule.speculative_config(dict(config.speculative_config or {}), ranges))
+    written = schedule.speculative_config(dict(config.speculative_config or {}), ranges, installed_engine_build("vllm"))
+    scheduled = replace(config, speculative_config=written)  # in the form the installed build reads
     figures: dict[str, result.ScheduleLevel] = {}
     with serving.servers(engine, {"speculative-schedule": scheduled}) as extra:
         server = extra["speculative-schedule"]

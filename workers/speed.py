@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 
 from kernel import result, schedule
+from kernel.builds import installed_engine_build
 from kernel.errors import InfraError, UserError
 from kernel.formats import serve_arguments, serve_line
 from kernel.schedule import Range
@@ -257,5 +258,5 @@ def recipe(bench: Workbench, k: int, ranges: list[Range] | None = None) -> str:
     if published is not None and k != spec.num_speculative_tokens:
         published["num_speculative_tokens"] = k
     if published is not None and ranges:
-        published = schedule.speculative_config(published, ranges)
+        published = schedule.speculative_config(published, ranges, installed_engine_build("vllm"))  # as measured
     return serve_line(serve_arguments(spec.verifier.repo_id, spec.verifier.sha, published, spec.plan.conditions))

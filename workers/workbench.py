@@ -15,6 +15,8 @@ from typing import NotRequired, TypedDict, TypeVar, cast
 from kernel import result
 from kernel.formats import Report
 from kernel.spec import RunSpec
+from kernel.traffic import ChatTemplate
+from kernel.traffic.templates import Switches
 from workers import serving
 from workers.engines.base import EngineConfig, SpecCounters
 from workers.suites import Suite, load_suite
@@ -50,6 +52,8 @@ class Measured(Counted):
     samples: Outputs
     manifest: dict[str, object]
     by_temperature: NotRequired[dict[str, Counted]]  # the pair's counters at each sampled temperature of the plan
+    by_mode: NotRequired[dict[str, Counted]]  # the pair's counters with the template's thinking switch on and off
+    by_mode_seconds: NotRequired[float]  # how long those two passes took
 
 
 @dataclass
@@ -63,6 +67,9 @@ class Workbench:
     engine_config: dict[str, object] | None = None
     prompts: list[list[int]] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
+    # The verifier's chat template, and the switches it takes (its thinking switch: acceptance by mode, issue 53).
+    template: ChatTemplate | None = None
+    switches: Switches = field(default_factory=Switches)
     baseline: Measured | None = None
     speculative: Measured | None = None
     # The smoke tier's request features, run on the throughput stage's servers, and how long they took.

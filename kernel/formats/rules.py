@@ -15,13 +15,16 @@ HINTS, and add one test under tests/kernel/formats/.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from kernel.formats.chat_template import template_rule
 from kernel.formats.fields import brief
 from kernel.formats.findings import Finding, error, info, warning
 from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, is_repo_id, tokenizer_hash
+from kernel.formats.options import lossless_rule, options_rule
 from kernel.formats.parse import DraftFormat, VerifierFacts
+from kernel.formats.quantization import quantization_rule
 from kernel.formats.vllm_support import (
     CAUSAL_LM_ARCHITECTURES,
     DRAFTLESS_METHODS,
@@ -346,26 +349,5 @@ def k_rule(ctx: Context) -> Iterator[Finding]:
         yield info("gate:k-trained", f"The head was configured for {fmt.speculative_tokens} tokens; certifying k={k}.")
 
 
-# Speculative-config keys that make speculation lossy: the outputs then differ from the verifier's, and synthetic
-# acceptance makes vLLM's own counters report an invented AL. Certifying such a pair would certify the setting.
-LOSSY_KEYS = {"synthetic_acceptance_rates", "synthetic_acceptance_length"}
-
-
-def not_lossless(options: Mapping[str, object]) -> Iterator[tuple[str, str]]:
-    """(code, message) for each pair option that makes speculation not lossless as SpecHub certifies it."""
-    method = options.get("rejection_sample_method", "standard")
-    if method != "standard":
-        yield ("gate:lossless-rejection-method",
-               f"rejection_sample_method is {method!r}: SpecHub certifies vLLM's standard rejection sampler only, the "
-               "one its qualification controls prove lossless ('synthetic' accepts drafts at an invented rate).")  # fmt: skip
-    for key in sorted(LOSSY_KEYS & set(options)):
-        yield "gate:lossless-synthetic", f"{key} sets an invented acceptance: the counters and the outputs would be made up."
-
-
-def lossless_rule(ctx: Context) -> Iterator[Finding]:
-    """Pair options may not make speculation lossy: no rejection method but the standard one, no synthetic acceptance."""
-    for code, message in not_lossless(ctx.input.options):
-        yield error(code, message)
-
-
-RULES: list[Rule] = [format_rule, verifier_rule, tokenizer_rule, mapping_rule, geometry_rule, safety_rule, k_rule, lossless_rule]
+RULES: list[Rule] = [format_rule, verifier_rule, tokenizer_rule, mapping_rule, geometry_rule, safety_rule, k_rule, lossless_rule,
+                     options_rule, template_rule, quantization_rule]  # fmt: skip

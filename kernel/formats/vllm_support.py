@@ -6,6 +6,8 @@ installed vLLM, so this table cannot drift from the engine silently.
 
 from __future__ import annotations
 
+import re
+
 VLLM_VERSION = "0.32.0"
 
 # vllm.transformers_utils.configs.speculators.algos.SUPPORTED_SPECULATORS_TYPES
@@ -73,3 +75,15 @@ CAUSAL_LM_ARCHITECTURES = frozenset(
 
 # vLLM has no upper bound; beyond this acceptance at the tail is ~0 and the cost only grows.
 MAX_SPECULATIVE_TOKENS = 16
+
+# Dynamic SD's batch-size schedule (`num_speculative_tokens_per_batch_size`): vLLM 0.24 on takes a list of inclusive
+# [start, end, k] ranges (vllm/config/speculative.py); the pull request that added it (vllm#32374) took a dict of
+# "start-end" keys to k, the form a build before 0.24 needs.
+DYNAMIC_K_RANGES_SINCE = (0, 24)
+
+
+def dynamic_k_takes_ranges(build: str) -> bool:
+    """Whether vLLM `build` ("0.32.0", "0.23.1+cpu") takes the schedule as ranges; an unreadable build is the pinned one."""
+    release = re.match(r"(\d+)\.(\d+)", build) or re.match(r"(\d+)\.(\d+)", VLLM_VERSION)
+    assert release is not None  # VLLM_VERSION is a release
+    return (int(release[1]), int(release[2])) >= DYNAMIC_K_RANGES_SINCE

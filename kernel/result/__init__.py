@@ -14,7 +14,17 @@ schema version changes one place. `load` upgrades older documents as it reads th
 
 from __future__ import annotations
 
-from kernel.result.acceptance_schema import Acceptance, AtK, AtLength, AtTemperature, Counts
+from kernel.result.acceptance_schema import (
+    Acceptance,
+    AtK,
+    AtLength,
+    AtMode,
+    AtTemperature,
+    ByMode,
+    Counts,
+    FiguresMode,
+    ModeDifference,
+)  # fmt: skip
 from kernel.result.check import readable
 from kernel.result.property_schema import Divergence, DivergenceIn, Evidence, Properties, PropertyVerdict
 from kernel.result.read import (
@@ -140,11 +150,13 @@ __all__ = [
     "Acceptance",
     "AtK",
     "AtLength",
+    "AtMode",
     "AtTemperature",
     "BaselineCache",
     "BaselineStage",
     "BestK",
     "BestKRow",
+    "ByMode",
     "CertifiedAcceptance",
     "CertifiedEquivalence",
     "CertifiedResults",
@@ -156,12 +168,14 @@ __all__ = [
     "Environment",
     "Equivalence",
     "Evidence",
+    "FiguresMode",
     "Greedy",
     "KSpeed",
     "LatencyRow",
     "Level",
     "MachineLoad",
     "Measurement",
+    "ModeDifference",
     "Power",
     "Precision",
     "Properties",

@@ -1,4 +1,5 @@
-"""The result document's acceptance types: the pair's acceptance, and by k, by prompt length and by temperature."""
+"""The result document's acceptance types: the pair's acceptance, and by k, by prompt length, by temperature and by the
+chat template's thinking switch."""
 
 from __future__ import annotations
 
@@ -45,6 +46,54 @@ class AtTemperature(TypedDict):
     drafts: int
 
 
+class AtMode(TypedDict):
+    """Acceptance on the same prompts rendered with the chat template's thinking switch set one way (issue 53)."""
+
+    mode: str  # "thinking on" or "thinking off"
+    chat_template_kwargs: dict[str, bool]  # the switch as vLLM's chat API takes it: {"enable_thinking": false}
+    mean_acceptance_length: float | None
+    mean_acceptance_length_interval: NotRequired[list[float]]  # as Acceptance's
+    prompts: NotRequired[int]
+    prompts_effective: NotRequired[float]
+    per_position: list[float]  # cumulative, as Acceptance's
+    drafts: int
+
+
+class ModeDifference(TypedDict):
+    """How far apart the two modes' AL are: the first mode's less the second's, paired per prompt."""
+
+    of: list[str]  # the two modes, as AtMode names them: [first, second]
+    mean_acceptance_length: float | None  # AL(first) - AL(second)
+    interval: NotRequired[list[float]]  # 95 %, paired over prompts (prompt_intervals.difference_interval); absent below 8
+    prompts: int
+    paired_over: str  # "prompts"
+
+
+class ByMode(TypedDict):
+    """Acceptance with the verifier's chat template's thinking switch on and off, the same prompts, one engine."""
+
+    switch: str  # the template's variable, e.g. "enable_thinking"
+    prompts_as: str  # how the prompts were asked: each the user's one message, or the workload's own chats
+    modes: list[AtMode]  # on, then off
+    difference: ModeDifference
+    seconds: NotRequired[float]  # the two passes, on the engine the acceptance stage had loaded
+
+
+class FiguresMode(TypedDict):
+    """Which mode the run's own acceptance figures hold for: the prompts as written (no chat template), or rendered
+    with the verifier's chat template and these switches ({}: the template's defaults)."""
+
+    rendered: str  # "as written", "chat template", or "chat template, switches differ by request"
+    chat_template_kwargs: dict[str, bool | int | float | str | None]
+
+
+class PerPrompt(TypedDict):
+    """Each prompt's own drafting steps and accepted tokens, in suite order: what pairs two runs per prompt (issue 53 §2)."""
+
+    drafts: list[int]
+    accepted: list[int]
+
+
 class Acceptance(TypedDict):
     mean_acceptance_length: float | None
     acceptance_rate: float | None
@@ -56,3 +105,6 @@ class Acceptance(TypedDict):
     by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
     by_length: NotRequired[list[AtLength]]  # by prompt length, from each prompt's own counters (metrics.by_length)
     by_temperature: NotRequired[list[AtTemperature]]  # greedy and at the plan's sampled temperatures, same prompts
+    mode: NotRequired[FiguresMode]  # which mode these figures hold for; absent from documents made before issue 53
+    by_mode: NotRequired[ByMode]  # where the verifier's chat template takes a thinking switch: on and off, same prompts
+    per_prompt: NotRequired[PerPrompt]  # the greedy pass's counters per prompt; absent before issue 53 §2

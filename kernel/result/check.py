@@ -15,7 +15,7 @@ from typing import Any
 from kernel.result import read, rows
 from kernel.result.schema import ResultDocument, Throughput
 from kernel.result.upgrade import UnreadableResult, load
-from kernel.traffic.requests import CATEGORIES, CUSTOM
+from kernel.traffic.requests import KINDS
 from kernel.typed import mismatch, unstorable
 
 # The spec is left to the registry, which holds a document to the spec its run was claimed with, field for field.
@@ -76,8 +76,8 @@ def _labels(document: ResultDocument) -> str | None:
     judged = read.verdict(document)
     if judged is not None and judged["verdict"] not in VERDICTS:
         return f"stages.verdict.verdict must be one of {', '.join(VERDICTS)}, not {judged['verdict']!r:.40}"
-    if odd := [category for category in document["workloads"] if category not in (*CATEGORIES, CUSTOM)]:
-        return f"workloads are by category, one of {', '.join((*CATEGORIES, CUSTOM))}, not {odd[0]!r:.40}"
+    if odd := [category for category in document["workloads"] if category not in KINDS]:
+        return f"workloads are by category, one of {', '.join(KINDS)}, not {odd[0]!r:.40}"
     return None
 
 

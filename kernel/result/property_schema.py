@@ -16,6 +16,14 @@ class DivergenceIn(Divergence):
     category: str  # the workload the prompt is from
 
 
+class Cause(TypedDict):
+    """A likely cause of a low acceptance, with what shows it (kernel/diagnosis.py, issue 53)."""
+
+    code: str
+    cause: str
+    evidence: list[str]
+
+
 class Evidence(TypedDict, total=False):
     """What a property's judgement rests on; each property states its own (kernel/verdict.py)."""
 
@@ -28,6 +36,7 @@ class Evidence(TypedDict, total=False):
     detectable_tv: float  # sampling: the TV its samples detect
     speedup: float  # speed at c=1
     interval: list[float]  # speed at c=1: its 95 % interval
+    causes: list[Cause]  # acceptance near 1: the likely causes SpecHub checked and found (none: none was in evidence)
 
 
 class PropertyVerdict(TypedDict):

@@ -282,6 +282,7 @@ class Environment(TypedDict, total=False):
     seed: int
     workloads: Suite
     speculative_config: dict[str, object] | None
+    quantization: dict[str, object]  # kernel.quantized.Derivation: which checkpoints are quantized, from what (issue 53)
 
 
 class Verdict(TypedDict):

@@ -1,6 +1,6 @@
 """Users' own traffic: an uploaded sample of requests, read as a stream, checked line by line, normalised.
 
-Five formats are detected from the content:
+Six formats are detected from the content:
 - ``openai-chat``: JSONL, one chat-completions request per line: ``{"messages": [{"role", "content"}...],
   "max_tokens"?, "category"?}``;
 - ``vllm-custom``: JSONL as vLLM's benchmark client reads a custom dataset: ``{"prompt", "output_tokens"?,
@@ -8,6 +8,8 @@ Five formats are detected from the content:
 - ``sharegpt``: one JSON list of ``{"conversations": [{"from": "human"|"gpt"|"system", "value"}...], "category"?}``;
   the request is the conversation up to its last human turn;
 - ``suite``: SpecHub's own suite JSON (workers/suites);
+- ``speed-bench``: SPEED-Bench's records (JSONL or one JSON list): ``{"question_id", "category", "turns" | "messages",
+  ...}``; only the first user turn is sent, as vLLM's loader does (`speed_bench`);
 - ``text``: anything else, one prompt per line.
 
 A workload's identity is the sha256 of its canonical form: the sorted digests of its distinct requests with

@@ -1,4 +1,4 @@
-"""The five formats an upload may come in, detected from its content and read as a stream, line by line.
+"""The six formats an upload may come in, detected from its content and read as a stream, line by line.
 
 Every refusal names the line and the field at fault. The requests read go to `sample.collect`, which counts,
 samples and digests them.
@@ -7,12 +7,26 @@ samples and digests them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kernel.errors import UserError
-from kernel.traffic.requests import CUSTOM, KINDS, ROLES, SHAREGPT_ROLES, Limits, Message, Request, Workload, refuse
+from kernel.traffic import speed_bench
+from kernel.traffic.requests import (
+    CUSTOM,
+    KINDS,
+    ROLES,
+    SHAREGPT_ROLES,
+    Limits,
+    Message,
+    Request,
+    TemplateValue,
+    Workload,
+    refuse,
+)
 from kernel.traffic.sample import collect
+from kernel.traffic.templates import RENDERER_VARIABLES
 
 DEFAULT_LIMITS = Limits()
 
@@ -26,10 +40,14 @@ def read_workload(chunks: Iterable[bytes], *, limits: Limits = DEFAULT_LIMITS) -
     number, head = first
     stripped = head.lstrip()
     if stripped.startswith("{") and _is_request_line(stripped):
+        if speed_bench.is_record(json.loads(stripped)):
+            return collect(speed_bench.FORMAT, _records(number, head, lines, limits), limits)
         kind = "openai-chat" if '"messages"' in stripped else "vllm-custom"  # named by its first line; the two may mix
         return collect(kind, _jsonl(number, head, lines, limits), limits)
     if stripped.startswith(("{", "[")):
         document = _json_document(number, head, lines)
+        if isinstance(document, list) and document and speed_bench.is_record(document[0]):
+            return collect(speed_bench.FORMAT, _record_list(document, limits), limits)
         if isinstance(document, list):
             return collect("sharegpt", _sharegpt(document, limits), limits)
         return collect("suite", _suite(document, limits), limits)
@@ -107,7 +125,9 @@ def _jsonl_request(at: int, item: dict[str, Any], limits: Limits) -> Request:
     category = _category(at, item.get("category"))
     if "messages" in item:
         messages = _messages(at, item["messages"], "messages", limits)
-        return Request(at, category, messages=messages, max_tokens=_max_tokens(at, item, "max_tokens", limits))
+        switches = _template_kwargs(at, item["chat_template_kwargs"]) if "chat_template_kwargs" in item else None
+        return Request(at, category, messages=messages, max_tokens=_max_tokens(at, item, "max_tokens", limits),
+                       chat_template_kwargs=switches)  # fmt: skip
     if "prompt" in item:
         prompt = _prompt(at, item["prompt"], "prompt", limits)
         return Request(at, category, prompt=prompt, max_tokens=_max_tokens(at, item, "output_tokens", limits))
@@ -157,6 +177,25 @@ def _messages(at: int, value: object, where: str, limits: Limits) -> tuple[Messa
     return tuple(messages)
 
 
+MAX_TEMPLATE_KWARGS = 16
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # no leading underscore: never a dunder
+
+
+def _template_kwargs(at: int, value: object) -> dict[str, TemplateValue] | None:
+    """A chat request's `chat_template_kwargs` as vLLM's chat API takes them: the template's own switches, each a JSON
+    scalar; never the messages or the special tokens, which the renderer sets."""
+    where = "`chat_template_kwargs`"
+    if not isinstance(value, dict) or len(value) > MAX_TEMPLATE_KWARGS:
+        raise refuse(at, f"{where} must be an object of at most {MAX_TEMPLATE_KWARGS} switches")
+    for name, setting in value.items():
+        if not IDENTIFIER.fullmatch(name) or name in RENDERER_VARIABLES:
+            raise refuse(at, f"{where} may not set {name[:40]!r}: a switch is a template variable's name, and the "
+                             "renderer sets the messages and special tokens itself")  # fmt: skip
+        if not isinstance(setting, bool | int | float | str | None) or (isinstance(setting, str) and len(setting) > 200):
+            raise refuse(at, f"{where}.{name} must be true, false, a number, null or a string of at most 200 characters")
+    return dict(value) or None
+
+
 def _json_document(number: int, head: str, lines: Iterator[tuple[int, str]]) -> Any:
     """A whole-file JSON document (ShareGPT or a suite); its size is already bounded by the byte limit."""
     text = "\n".join([head, *(t for _, t in lines)])
@@ -168,6 +207,30 @@ def _json_document(number: int, head: str, lines: Iterator[tuple[int, str]]) -> 
         raise refuse(number + exc.lineno - 1, f"not valid JSON ({exc.msg}, column {exc.colno})") from None
     except ValueError as exc:
         raise refuse(number, f"not valid JSON ({exc})") from None
+
+
+def _records(number: int, head: str, lines: Iterator[tuple[int, str]], limits: Limits) -> Iterator[Request]:
+    """SPEED-Bench records as JSONL, one a line; rows count the records, lines the file's lines."""
+    row = 0
+    for at, text in _chain([(number, head)], lines):
+        if not text.strip():
+            continue
+        row += 1
+        yield _record(at, row, _loads(at, text), limits)
+
+
+def _record_list(document: list[Any], limits: Limits) -> Iterator[Request]:
+    """SPEED-Bench records as one JSON list (item numbers count as lines and rows)."""
+    for index, item in enumerate(document, start=1):
+        yield _record(index, index, item, limits)
+
+
+def _record(at: int, row: int, item: object, limits: Limits) -> Request:
+    if not isinstance(item, dict) or not speed_bench.is_record(item):
+        raise refuse(at, "each SPEED-Bench record must be an object with `question_id` and `turns` (or `messages`)")
+    text, where = speed_bench.first_turn(at, row, item)
+    messages: tuple[Message, ...] = (("user", _prompt(at, text, where, limits)),)
+    return Request(at, _category(at, item.get("category")), messages=messages, max_tokens=limits.default_max_tokens)
 
 
 def _sharegpt(document: list[Any], limits: Limits) -> Iterator[Request]:

@@ -10,14 +10,22 @@ from typing import NotRequired, TypedDict
 from kernel.errors import UserError
 
 CATEGORIES = ("code", "translation", "summarization", "chat", "math", "qa", "rag")
+# SPEED-Bench's categories, carried over as they are so that its figures sit beside the field's: the qualitative
+# config's 11, and the throughput configs' entropy classes (their input length goes to the prompt-length buckets,
+# which are read from each prompt's own tokens).
+SPEED_BENCH_CATEGORIES = (
+    "coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning", "roleplay", "stem", "summarization", "writing",
+)  # fmt: skip
+SPEED_BENCH_ENTROPY = ("low_entropy", "mixed", "high_entropy")
 CUSTOM = "custom"
-KINDS = (*CATEGORIES, CUSTOM)
-FORMATS = ("openai-chat", "vllm-custom", "sharegpt", "suite", "text")
+KINDS = tuple(dict.fromkeys((*CATEGORIES, *SPEED_BENCH_CATEGORIES, *SPEED_BENCH_ENTROPY, CUSTOM)))
+FORMATS = ("openai-chat", "vllm-custom", "sharegpt", "suite", "text", "speed-bench")
 ROLES = ("system", "user", "assistant")
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
 CHUNK = 1 << 16  # how an upload is read: a stream of chunks this size
 
 Message = tuple[str, str]  # (role, content)
+TemplateValue = bool | int | float | str | None  # a chat template switch's value: JSON's scalars
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,7 @@ class StoredRequest(TypedDict):
     prompt: NotRequired[str | None]  # a plain prompt, or
     messages: NotRequired[list[list[str]]]  # chat messages, each [role, content]
     count: NotRequired[int]  # absent in samples stored before requests were counted: 1
+    chat_template_kwargs: NotRequired[dict[str, TemplateValue]]  # the chat template's switches, as vLLM's chat API takes them
     text: NotRequired[str | None]
     tokens: NotRequired[int | None]
 
@@ -60,11 +69,12 @@ class PromptLine(TypedDict):
 
 
 class ChatLine(TypedDict):
-    """The OpenAI chat form."""
+    """The OpenAI chat form (vLLM's chat API: `chat_template_kwargs` beside the messages)."""
 
     messages: list[ChatMessage]
     max_tokens: int
     category: str
+    chat_template_kwargs: NotRequired[dict[str, TemplateValue]]
 
 
 class _Asked(TypedDict):
@@ -72,6 +82,7 @@ class _Asked(TypedDict):
     n: int  # max_tokens
     p: NotRequired[str | None]  # the prompt, or
     m: NotRequired[list[list[str]]]  # the messages
+    k: NotRequired[dict[str, TemplateValue]]  # the chat template's switches, where the request sets any
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,9 @@ class Request:
     messages: tuple[Message, ...] | None = None
     max_tokens: int = 32
     count: int = 1
+    # The chat template's switches (for example {"enable_thinking": False}), as vLLM's chat API takes them; None:
+    # the template's defaults. A dict, so left out of the hash.
+    chat_template_kwargs: dict[str, TemplateValue] | None = field(default=None, hash=False)
     text: str | None = None  # the prompt the engine sees, once rendered
     tokens: int | None = None  # its length under the verifier's tokenizer
 
@@ -97,6 +111,7 @@ class Request:
             messages=tuple((m[0], m[1]) for m in messages) if messages is not None else None,
             max_tokens=stored["max_tokens"],
             count=stored.get("count", 1),
+            chat_template_kwargs=stored.get("chat_template_kwargs"),
             text=stored.get("text"),
             tokens=stored.get("tokens"),
         )
@@ -106,7 +121,10 @@ class Request:
         if self.messages is None:
             return {"prompt": self.prompt, "output_tokens": self.max_tokens, "category": self.category}
         messages: list[ChatMessage] = [{"role": role, "content": content} for role, content in self.messages]
-        return {"messages": messages, "max_tokens": self.max_tokens, "category": self.category}
+        line: ChatLine = {"messages": messages, "max_tokens": self.max_tokens, "category": self.category}
+        if self.chat_template_kwargs:
+            line["chat_template_kwargs"] = dict(self.chat_template_kwargs)
+        return line
 
     def as_dict(self) -> StoredRequest:
         body: StoredRequest = {"line": self.line, "category": self.category, "max_tokens": self.max_tokens, "count": self.count}
@@ -114,6 +132,8 @@ class Request:
             body["prompt"] = self.prompt
         else:
             body["messages"] = [list(m) for m in self.messages]
+        if self.chat_template_kwargs:
+            body["chat_template_kwargs"] = dict(self.chat_template_kwargs)
         body["text"], body["tokens"] = self.text, self.tokens
         return body
 
@@ -146,6 +166,8 @@ def canonical(request: Request) -> str:
         asked["p"] = request.prompt
     else:
         asked["m"] = [list(m) for m in request.messages]
+    if request.chat_template_kwargs:  # absent where none is set, so every earlier workload keeps its identity
+        asked["k"] = dict(request.chat_template_kwargs)
     return json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

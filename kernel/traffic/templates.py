@@ -39,7 +39,8 @@ def _token(config: dict[str, Any] | None, name: str) -> str:
 
 
 def render(request: Request, template: ChatTemplate | None) -> str:
-    """Return the prompt text the engine sees for `request`."""
+    """Return the prompt text the engine sees for `request`, its `chat_template_kwargs` passed as vLLM's chat API
+    passes them: as the template's own variables."""
     if request.messages is None:
         return request.prompt or ""
     if template is None:
@@ -52,11 +53,12 @@ def _sandboxed(template: ChatTemplate, request: Request) -> str:
     from jinja2.exceptions import SecurityError
 
     messages = [{"role": role, "content": content} for role, content in request.messages or ()]
+    # The request's switches first: they may not stand in for the messages or the special tokens.
+    variables = {**(request.chat_template_kwargs or {}), "messages": messages, "add_generation_prompt": True,
+                 "bos_token": template.bos_token, "eos_token": template.eos_token}  # fmt: skip
     try:
         compiled = _environment().from_string(template.source)
-        text: str = compiled.render(
-            messages=messages, add_generation_prompt=True, bos_token=template.bos_token, eos_token=template.eos_token
-        )
+        text: str = compiled.render(**variables)
         return text
     except SecurityError as exc:
         raise UserError("workload:template-unsafe", f"line {request.line}: {str(exc).rstrip('.')}.") from None
@@ -77,6 +79,51 @@ def _environment() -> Any:
     environment = Refusing(trim_blocks=True, lstrip_blocks=True, autoescape=False)
     environment.globals["raise_exception"] = _raise_exception
     return environment
+
+
+# What a chat template reads that is no switch of its own: the messages, the special tokens, tools and documents
+# (transformers and vLLM pass these), and the sandbox's globals.
+RENDERER_VARIABLES = frozenset({
+    "messages", "add_generation_prompt", "continue_final_message", "bos_token", "eos_token", "pad_token", "unk_token",
+    "tools", "documents", "custom_tools", "tools_in_user_message", "date_string", "strftime_now", "raise_exception",
+})  # fmt: skip
+# The switches that turn a model's thinking on and off (Qwen3's and its kin's `enable_thinking`, DeepSeek-V3.1's
+# `thinking`), as the chat template names them; a boolean, on unless the request says otherwise.
+THINKING_SWITCHES = ("enable_thinking", "thinking")
+MAX_TEMPLATE_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class Switches:
+    """The variables a chat template reads beyond what every renderer passes, and the thinking switch among them."""
+
+    names: tuple[str, ...] = ()
+    thinking: str | None = None
+    problem: str | None = None  # why the template could not be read: it is then treated as taking none
+
+
+def switches(template: ChatTemplate | None) -> Switches:
+    """Return the switches `template` takes, read from its source (Jinja's parser in the sandbox; nothing renders)."""
+    from jinja2 import TemplateSyntaxError, meta
+
+    if template is None:
+        return Switches()
+    if len(template.source) > MAX_TEMPLATE_CHARS:
+        return Switches(problem=f"the chat template is {len(template.source):,} characters, over {MAX_TEMPLATE_CHARS:,}")
+    environment = _environment()
+    try:
+        found = meta.find_undeclared_variables(environment.parse(template.source))
+    except (TemplateSyntaxError, RecursionError) as exc:
+        return Switches(problem=f"the chat template does not parse: {type(exc).__name__}: {exc}")
+    names = tuple(sorted(found - RENDERER_VARIABLES - set(environment.globals)))
+    return Switches(names, next((name for name in THINKING_SWITCHES if name in names), None))
+
+
+def with_switch(request: Request, switch: str, on: bool) -> Request:
+    """`request` as a chat, asked with the template's `switch` set: a plain prompt becomes the user's one message."""
+    messages = request.messages if request.messages is not None else (("user", request.prompt or ""),)
+    return replace(request, prompt=None, messages=messages, chat_template_kwargs={**(request.chat_template_kwargs or {}),
+                   switch: on}, text=None, tokens=None)  # fmt: skip
 
 
 def _raise_exception(message: str) -> None:

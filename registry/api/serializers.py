@@ -19,6 +19,7 @@ from registry.models import (
     Regression,
     WorkloadResult,
 )
+from registry.runs.quantized import QuantizedComparison, quantized_comparison
 from registry.runs.selectors import RunFigures, regression_detectable, run_figures
 
 
@@ -59,6 +60,8 @@ def acceptance_out(figures: Mapping[str, Any] | None) -> dict[str, object] | Non
     for rows in ("by_length", "by_temperature"):
         if rows in named:
             named[rows] = [acceptance_out(row) for row in named[rows]]
+    if "by_mode" in named:  # the thinking switch on and off (issue 53): each mode's row named as the others are
+        named["by_mode"] = {**named["by_mode"], "modes": [acceptance_out(row) for row in named["by_mode"]["modes"]]}
     return named
 
 
@@ -216,6 +219,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     best_k = serializers.SerializerMethodField()
     schedule = serializers.SerializerMethodField()
     measured_on = serializers.SerializerMethodField()
+    quantized = serializers.SerializerMethodField()
 
     class Meta:
         model = CertificationRun
@@ -224,6 +228,7 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
             "dispatched_at", "state", "stage", "progress", "attempts",
             "max_attempts", "heartbeat_at", "error_code", "error_message", "created_at", "started_at", "finished_at",
             "verdict", "acceptance", "speed", "best_k", "schedule", "latency", "measurement", "smoke", "results",
+            "quantized",
         ]  # fmt: skip
 
     @extend_schema_field(MeasuredOnOut)
@@ -268,8 +273,18 @@ class RunOut(serializers.ModelSerializer[CertificationRun]):
     def get_acceptance(self, run: CertificationRun) -> dict[str, object] | None:
         """The whole suite's acceptance: AL with its interval over prompts, the cumulative per-position rates, AL read
         at each smaller k (by_k), by prompt length (by_length), and by temperature on the same prompts (by_temperature:
-        greedy, then sampled at top_p 1, each per-position rate with Wilson's interval over drafting steps)."""
+        greedy, then sampled at top_p 1, each per-position rate with Wilson's interval over drafting steps); the mode
+        these figures hold for (mode: the prompts as written, or the chat template and its switches), and where the
+        verifier's chat template takes a thinking switch, AL with it on and off on the same prompts, each with its
+        interval, and their difference paired per prompt (by_mode)."""
         return acceptance_out(self._run_figures["acceptance"])
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_quantized(self, run: CertificationRun) -> QuantizedComparison | None:
+        """Where the pair has a quantized checkpoint: the scheme and base each names, the AL change against the
+        unquantized pair's newest run on the same suite, build, hardware and k, paired per prompt with its interval
+        (or why it was not compared), and what greedy equivalence was judged against. Null for an unquantized pair."""
+        return quantized_comparison(run=run)
 
     @extend_schema_field(MeasurementOut(allow_null=True))
     def get_measurement(self, run: CertificationRun) -> result.Measurement | None:
@@ -292,7 +307,7 @@ class CertificateOut(serializers.ModelSerializer[Certificate]):
         model = Certificate
         fields = [
             "id", "pair", "run", "verdict", "thresholds", "digest", "key_id", "issued_at", "expires_at", "expired_at",
-            "reproduce", "hub_pr_url", "download",
+            "reproduce", "hub_pr_url", "download", "revoked_at", "revocation_reason",
         ]  # fmt: skip
 
     def get_download(self, certificate: Certificate) -> str:
@@ -302,7 +317,8 @@ class CertificateOut(serializers.ModelSerializer[Certificate]):
 
 class RegressionOut(serializers.ModelSerializer[Regression]):
     detectable_drop = serializers.SerializerMethodField(
-        help_text="the drop (a fraction) this comparison flags half the time: a smaller one would mostly not be flagged; "
+        help_text="the drop (a fraction) a fresh comparison this precise flags at least half the time: a much smaller one "
+        "would mostly not be flagged; "
         "null for AL, which is counted, not timed"
     )
 

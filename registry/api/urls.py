@@ -5,10 +5,12 @@ from django.urls import path
 from registry.catalog import api as catalog_api
 from registry.certificates import api as certificates_api
 from registry.deployments import api as deployments_api
+from registry.deployments import judge_api
 from registry.fleet import api as fleet_api
 from registry.notifications import api as notifications_api
 from registry.runs import api as runs_api
 from registry.traffic import api as traffic_api
+from registry.transparency import api as transparency_api
 
 urlpatterns = [
     path("models/", catalog_api.ModelList.as_view(), name="api-models"),
@@ -22,11 +24,22 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", runs_api.RunCancel.as_view(), name="api-run-cancel"),
     path("submissions/", runs_api.SubmissionCreate.as_view(), name="api-submissions"),
     path("compatibility/", catalog_api.Compatibility.as_view(), name="api-compatibility"),
+    path("formats/", catalog_api.FormatMatrixView.as_view(), name="api-formats"),
     path("recommendations/", catalog_api.Recommendations.as_view(), name="api-recommendations"),
     path("export/", catalog_api.Export.as_view(), name="api-export"),
     path("certificates/public-key/", certificates_api.PublicKey.as_view(), name="api-public-key"),
     path("certificates/<int:pk>/", certificates_api.CertificateDetail.as_view(), name="api-certificate"),
     path("certificates/<int:pk>/download/", certificates_api.CertificateDownload.as_view(), name="api-certificate-download"),
+    path(
+        "certificates/<int:pk>/levels/<int:concurrency>/vllm-bench-serve.json",
+        certificates_api.LevelDownload.as_view(),
+        name="api-certificate-level",
+    ),
+    path("judge/", judge_api.Judge.as_view(), name="api-judge"),
+    path("certificates/<int:pk>/revoke/", certificates_api.CertificateRevoke.as_view(), name="api-certificate-revoke"),
+    path("log/checkpoint", transparency_api.Checkpoint.as_view(), name="api-log-checkpoint"),
+    path("log/proof/inclusion", transparency_api.InclusionProof.as_view(), name="api-log-inclusion"),
+    path("log/proof/consistency", transparency_api.ConsistencyProof.as_view(), name="api-log-consistency"),
     path("workloads/", traffic_api.WorkloadList.as_view(), name="api-workloads"),
     path("workloads/<int:pk>/", traffic_api.WorkloadDetail.as_view(), name="api-workload"),
     path("workloads/<int:pk>/runs/", traffic_api.WorkloadCertify.as_view(), name="api-workload-runs"),

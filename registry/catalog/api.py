@@ -21,6 +21,7 @@ from registry.api.renderers import CsvRenderer
 from registry.api.serializers import ID_LENGTH, CertificateOut, RegressionOut, RunOut
 from registry.api.shapes import shape
 from registry.catalog.filters import PairFilter
+from registry.catalog.formats import FormatMatrix, format_matrix
 from registry.catalog.gate import gate_report_cached
 from registry.catalog.selectors import (
     ExportRow,
@@ -204,3 +205,12 @@ class Export(APIView):
     @extend_schema(responses=list[ExportRow])
     def get(self, request: Request) -> Response:
         return Response(export_rows())
+
+
+class FormatMatrixView(APIView):
+    """Each draft format SpecHub knows against each engine build the registry has qualified: loads, refused (the gate's
+    reason), certified (how many pairs) or failed (the fault), from the gate's tables and real outcomes."""
+
+    @extend_schema(responses={200: shape(FormatMatrix)})
+    def get(self, request: Request) -> Response:
+        return Response(format_matrix())

@@ -86,6 +86,8 @@ class ExportRow(TypedDict):
     measured_on: str | None  # hosted, or self-hosted on worker_owner's `worker`
     worker: str | None
     worker_owner: str | None
+    revoked_at: str | None  # the latest certification's certificate, when revoked
+    revocation_reason: str | None
 
 
 class PairPage(TypedDict):
@@ -170,9 +172,10 @@ def recommendations(*, verifier: str, hardware: str, concurrency: int, workload:
     figure rests on one or two prompts per block and has no interval: its row says "indicative".
     """
     ranked: list[Recommendation] = []
+    revoked = set(Certificate.objects.filter(revoked_at__isnull=False).values_list("run_id", flat=True))
     for pair in pairs_list().filter(verifier__repo_id=verifier):
         summary = run_summary(latest_finished_run(pair=pair, hardware=hardware))
-        if summary is None:
+        if summary is None or summary["run"] in revoked:  # a revoked result is never recommended
             continue
         if workload and concurrency == 1:
             speedup = summary["per_category_speedup"].get(workload)
@@ -193,16 +196,19 @@ def _recommendation(pair: Pair, speedup: float, indicative: bool, summary: RunSu
 EXPORT_COLUMNS = [
     "pair", "verifier", "verifier_sha", "draft", "draft_sha", "method", "k", "compatible",
     "run", "hardware", "vllm", "verdict", "mean_acceptance_length", "speedup_c1", "faster_up_to", "slower_from",
-    "measured_on", "worker", "worker_owner",
+    "measured_on", "worker", "worker_owner", "revoked_at", "revocation_reason",
 ]  # fmt: skip
 
 
 def export_rows() -> list[ExportRow]:
     """Return one flat row per pair with its latest certification, for CSV and JSON export."""
     rows: list[ExportRow] = []
+    revoked = {c.run_id: c for c in Certificate.objects.filter(revoked_at__isnull=False).only("run_id", "revoked_at",
+                                                                                               "revocation_reason")}  # fmt: skip
     for pair in pairs_list().select_related("latest_run__worker__owner"):
         headline = run_summary(pair.latest_run)
         where = measured_on(pair.latest_run) if pair.latest_run else None
+        revocation = revoked.get(pair.latest_run_id) if pair.latest_run_id else None
         rows.append(
             {
                 "pair": pair.pk,
@@ -224,6 +230,8 @@ def export_rows() -> list[ExportRow]:
                 "measured_on": where["kind"] if where else None,  # hosted, or self-hosted on worker_owner's `worker`
                 "worker": where["worker"] if where else None,
                 "worker_owner": where["owner"] if where else None,
+                "revoked_at": revocation.revoked_at.isoformat() if revocation and revocation.revoked_at else None,
+                "revocation_reason": revocation.revocation_reason if revocation else None,
             }
         )
     return rows

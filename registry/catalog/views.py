@@ -1,4 +1,4 @@
-"""The catalog's pages: the listing, a pair, the compatibility matrix and the Hub imports."""
+"""The catalog's pages: the listing, a pair, the compatibility matrix, the format matrix and the Hub imports."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from registry import charts
+from registry.catalog.formats import format_matrix
 from registry.catalog.selectors import (
     PairPage,
     catalog_choices,
@@ -21,6 +22,7 @@ from registry.catalog.selectors import (
     pairs_filtered,
 )
 from registry.models import Pair
+from registry.runs.quantized import quantized_comparison
 from registry.views import PAGE_SIZE, page_number
 
 
@@ -50,6 +52,7 @@ def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
         **page,
         **_pair_charts(page),
         "environment_json": json.dumps(page["environment"], indent=2, sort_keys=True),
+        "quantized": quantized_comparison(run=page["run"]),  # the AL change against the unquantized pair (issue 53)
         # Sampled acceptance rests on the engine's speculative sampling: its own test's outcome is shown beside it.
         "sampling_judged": next((row for row in page["properties"] if row["title"] == "sampling equivalence"), None),
         "temperature_rows": [  # each position's rate beside its interval, for the table's cells
@@ -105,3 +108,11 @@ def matrix(request: HttpRequest) -> HttpResponse:
     cells = {(c["verifier"], c["draft"]): c for c in table["cells"]}
     rows = [(verifier, [cells.get((verifier, draft)) for draft in table["drafts"]]) for verifier in table["verifiers"]]
     return render(request, "registry/matrix.html", {"drafts": table["drafts"], "rows": rows})
+
+
+@require_GET
+def formats(request: HttpRequest) -> HttpResponse:
+    """Each draft format against each qualified engine build (registry/catalog/formats.py)."""
+    table = format_matrix()
+    return render(request, "registry/formats.html", {"builds": table["builds"], "rows": table["rows"],
+                                                     "gate_build": table["gate_build"]})  # fmt: skip

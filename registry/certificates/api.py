@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, serializers
+from rest_framework import generics, permissions, serializers
+from rest_framework.exceptions import APIException, NotFound
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kernel import certificates
+from kernel.transparency import entries
 from registry.api import serializers as s
-from registry.certificates.selectors import visible_certificates
+from registry.certificates.revocation import MAX_REASON, AlreadyRevoked, RevocationNotQueued, certificate_revoke_request
+from registry.certificates.selectors import level_as_bench_result, visible_certificates
 from registry.certificates.services import verifying_key
 from registry.models import (
     Certificate,
 )
+from registry.transparency.selectors import NotUnderCheckpoint, entry_for, entry_proof
 
 
 class PublicKeyAnswer(TypedDict):
@@ -84,4 +91,93 @@ class CertificateDownload(APIView):
         certificate = get_object_or_404(visible_certificates(request.user), pk=pk)
         response = HttpResponse(certificate.document.encode(), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="spechub-certificate-{certificate.run_id}.json"'
+        _log_headers(response, certificate.document.encode())
+        return response
+
+
+def _log_headers(response: HttpResponse, data: bytes) -> None:
+    """Carry the file's place in the log beside it: the body stays the signed file, byte for byte."""
+    entry = entry_for(certificate=entries.entry_sha256(data))
+    if entry is None:
+        return  # issued before the log
+    try:
+        inclusion = entry_proof(entry=entry)["inclusion"]
+    except NotUnderCheckpoint:
+        return  # the log changed under the registry: the client asks the log itself, and is told
+    response["SpecHub-Log-Index"] = str(inclusion["index"])
+    response["SpecHub-Log-Size"] = str(inclusion["size"])
+    response["SpecHub-Log-Proof"] = ",".join(inclusion["proof"])
+    response["SpecHub-Log-Checkpoint"] = base64.b64encode(inclusion["checkpoint"].encode()).decode()
+
+
+class Conflict(APIException):
+    status_code = 409
+    default_code = "conflict"
+
+
+class QueueUnavailable(APIException):
+    status_code = 503
+    default_code = "queue-unavailable"
+
+
+class RevokeIn(serializers.Serializer[dict[str, str]]):
+    reason = serializers.CharField(max_length=MAX_REASON, help_text="Why: shown on the pair page, in the API and in the log.")
+
+
+class RevocationQueued(TypedDict):
+    queued: bool
+    certificate: int
+    message: str
+    status: str
+
+
+class RevocationQueuedOut(serializers.Serializer[RevocationQueued]):
+    queued = serializers.BooleanField()
+    certificate = serializers.IntegerField()
+    message = serializers.CharField()
+    status = serializers.CharField(help_text="The certificate's record: `revoked_at` is set once the revocation is logged.")
+
+
+class CertificateRevoke(APIView):
+    """Revoke a certificate, with a reason: staff, or the owner of a certificate of their own workload. The
+    revocation is appended to the transparency log; the certificate stays there too. 200 with the certificate where
+    this server signs; 202 where a signing worker logs it, with where to see it done; 409 if it was revoked already."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=RevokeIn, responses={200: s.CertificateOut, 202: RevocationQueuedOut})
+    def post(self, request: Request, pk: int) -> Response:
+        get_object_or_404(visible_certificates(request.user), pk=pk)
+        given = RevokeIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            certificate = certificate_revoke_request(certificate_id=pk, user=request.user, reason=given.validated_data["reason"])
+        except AlreadyRevoked as revoked:
+            raise Conflict(str(revoked)) from None
+        except RevocationNotQueued as down:
+            raise QueueUnavailable(str(down)) from None
+        if certificate is None:
+            where = request.build_absolute_uri(reverse("api-certificate", args=[pk]))
+            queued: RevocationQueued = {"queued": True, "certificate": pk, "status": where,
+                                        "message": f"The revocation is queued: a signing worker logs it shortly. {where} "
+                                        "shows `revoked_at` and the reason once it is done."}  # fmt: skip
+            return Response(RevocationQueuedOut(queued).data, status=202)
+        return Response(s.CertificateOut(certificate, context={"request": request}).data)
+
+
+class LevelDownload(APIView):
+    """One certified concurrency level as the JSON `vllm bench serve --save-result` writes (its field names and
+    meanings, only what the run measured), so a user can set their own run beside it with vLLM's tools."""
+
+    content_negotiation_class = TheFileAsIs
+
+    @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT})
+    def get(self, request: Request, pk: int, concurrency: int) -> HttpResponse:
+        certificate = get_object_or_404(visible_certificates(request.user).select_related("run__pair__verifier"), pk=pk)
+        written = level_as_bench_result(certificate=certificate, concurrency=concurrency)
+        if written is None:
+            raise NotFound(f"Certificate {pk}'s run measured no concurrency {concurrency}.")
+        response = HttpResponse(json.dumps(written, indent=2).encode(), content_type="application/json")
+        name = f"spechub-{certificate.run_id}-c{concurrency}.json"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response

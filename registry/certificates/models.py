@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from registry.catalog.models import Pair
@@ -36,6 +37,10 @@ class Certificate(models.Model):
     hub_pr_url = models.URLField(max_length=500, blank=True)
     hub_pr_dispatched_at = models.DateTimeField(null=True, blank=True)
     hub_pr_error = models.TextField(blank=True)
+    # Revoked by staff or the owner of a private pair, with a reason; the revocation is logged beside it.
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    revocation_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-issued_at", "-id"]

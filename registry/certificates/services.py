@@ -8,13 +8,15 @@ from datetime import datetime, timedelta
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
 from django.utils import timezone
 
 from kernel import certificates, result
 from kernel.spec import inputs_of
 from registry.fleet.selectors import measured_on
-from registry.models import Certificate, CertificationRun, Verdict
+from registry.models import Certificate, CertificationRun, EntryKind, Verdict
 from registry.runs.selectors import run_document
+from registry.transparency.services import log_append
 
 REPRODUCE = "python -m workers reproduce certificate.json --out reproduced.json"
 
@@ -24,6 +26,11 @@ def verifying_key() -> Ed25519PublicKey:
     if settings.SPECHUB_SIGNING_PUBLIC_KEY:
         return certificates.public_key_from_text(settings.SPECHUB_SIGNING_PUBLIC_KEY)
     return signing_key().public_key()
+
+
+def signing_key_held() -> bool:
+    """Return whether this process can sign: it holds the key, or makes its own (local use), as `signing_key` does."""
+    return bool(settings.SPECHUB_SIGNING_KEY) or not settings.SPECHUB_SIGNING_PUBLIC_KEY
 
 
 def signing_key() -> Ed25519PrivateKey:
@@ -83,7 +90,17 @@ def certificate_issue(*, run: CertificationRun) -> Certificate | None:
     key = signing_key()
     data = certificates.sign(payload, key)
     signed = certificates.verify(data, key.public_key())  # never store a certificate that would not verify
-    # A run judged again (its engine build qualified) replaces its certificate with one that cites the qualification.
+    # A run judged again (its engine build qualified) replaces its certificate with one that cites the qualification;
+    # both files stay in the log. The row and its entry are written together or not at all.
+    with transaction.atomic():
+        certificate = _certificate_store(run=run, payload=payload, data=data, signed=signed, issued_at=issued_at)
+        log_append(kind=EntryKind.CERTIFICATE, certificate=certificate, entry=data, key=key)
+    return certificate
+
+
+def _certificate_store(
+    *, run: CertificationRun, payload: certificates.Payload, data: bytes, signed: certificates.Verified, issued_at: datetime
+) -> Certificate:
     certificate, _ = Certificate.objects.update_or_create(
         run=run,
         defaults=dict(
@@ -101,6 +118,16 @@ def certificate_issue(*, run: CertificationRun) -> Certificate | None:
         ),
     )
     return certificate
+
+
+def certificates_log_backfill() -> int:
+    """Append each certificate whose current file has no log entry (issued before the log), oldest first; return how many."""
+    key, appended = signing_key(), 0
+    for certificate in Certificate.objects.filter(log_entries__isnull=True).order_by("issued_at", "id"):
+        with transaction.atomic():
+            log_append(kind=EntryKind.CERTIFICATE, certificate=certificate, entry=certificate.document.encode(), key=key)
+        appended += 1
+    return appended
 
 
 def certificates_expire(*, now: datetime | None = None) -> list[Certificate]:

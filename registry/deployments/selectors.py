@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 from django.db.models import Count, F, Max, Min, Q, QuerySet, Sum
 from django.http import Http404
 
-from kernel import live, result
+from kernel import diagnosis, live, live_diagnosis, result
 from registry.models import CertificationRun, Deployment, LiveSnapshot
 from registry.runs.selectors import run_document
 from registry.states import FINAL_STATES, RunState
@@ -70,6 +70,20 @@ def certified_for(*, deployment: Deployment) -> live.Certified | None:
     band = (interval[0], interval[1]) if interval else None
     return live.Certified(band=band, k=deployment.pair.num_speculative_tokens, engine_version=run.engine_version or None,
                           per_position=tuple(figures.get("per_position") or ()), al=al)  # fmt: skip
+
+
+def low_window_causes(*, deployment: Deployment, verdict: str, counts: live.Counts, k_served: int | None) -> str:
+    """For a window that reads "collapse", or "below" with AL near 1: what the counters show of the causes of a low
+    acceptance, and what to check of the rest against the certified run (issue 53 §3); "" for any other window."""
+    if not live_diagnosis.is_low(verdict, counts):
+        return ""
+    run = certified_run(deployment=deployment)
+    document: Any = run.result if run is not None else None
+    certified = None
+    if isinstance(document, dict) and isinstance(document.get("spec"), dict) and isinstance(document.get("stages"), dict):
+        certified = diagnosis.served_by(document["spec"], document["stages"])
+    found = live_diagnosis.named(counts, k_served, deployment.pair.num_speculative_tokens, certified)
+    return live_diagnosis.text(found)
 
 
 def at_temperature(acceptance: result.Acceptance, temperature: float) -> result.Acceptance | result.AtTemperature | None:

@@ -23,6 +23,7 @@ from registry.deployments.selectors import (
     certified_for,
     certified_run,
     latest_snapshot,
+    low_window_causes,
     recertification_pending,
     trailing_spans,
 )
@@ -248,7 +249,8 @@ def _judge(deployment: Deployment) -> None:
             deployment.state_reason = reason
             deployment.save(update_fields=["state_reason"])
         return
-    before = deployment.state
+    named = low_window_causes(deployment=deployment, verdict=verdict, counts=counts, k_served=k)  # issue 53 §3
+    before, reason = deployment.state, f"{reason}. {named}" if named else reason
     deployment.state_reason, deployment.live_al = reason, live.acceptance_length(counts)
     if verdict == before:
         deployment.save(update_fields=["state_reason", "live_al"])

@@ -6,8 +6,10 @@ Another user's deployment is a 404 on every page. The ingest token is shown once
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import TypedDict
 
+from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
@@ -16,12 +18,13 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from rest_framework.throttling import ScopedRateThrottle
 
 from kernel import live
 from kernel.spec import Plan
 from registry import charts
 from registry.accounts.selectors import submission_quota
-from registry.deployments import selectors, services
+from registry.deployments import judging, selectors, services
 from registry.models import CertificationRun, Deployment, Pair, Workload
 from registry.params import whole_number, whole_number_or_none
 from registry.states import RunState
@@ -179,3 +182,38 @@ def deployment_ingest_reset(request: HttpRequest, pk: int) -> HttpResponse:
 def deployment_remove(request: HttpRequest, pk: int) -> HttpResponse:
     services.deployment_delete(deployment=selectors.deployment_for(user=request.user, pk=pk))
     return redirect("deployments")
+
+
+class JudgeForm(forms.Form):
+    file = forms.FileField(help_text="The JSON vllm bench serve --save-result wrote, or a saved /metrics.")
+    draft = forms.CharField(max_length=200, required=False, help_text="The draft's Hub repo id (blank for ngram or suffix).")
+    verifier = forms.CharField(max_length=200)
+    k = forms.IntegerField(min_value=1, max_value=64, required=False, help_text="By default the positions the file counts.")
+    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0, required=False,
+                                   help_text="Your run's: vllm bench serve without --temperature samples at the server's "
+                                   "default (often 1).")  # fmt: skip
+    hardware = forms.CharField(max_length=32, initial="cpu")
+
+
+class _JudgeThrottle(ScopedRateThrottle):
+    """The page's uploads share the API endpoint's rate (the `compatibility` scope): each parses up to 16 MiB."""
+
+
+_JUDGE_SCOPE = SimpleNamespace(throttle_scope="compatibility")
+
+
+@require_http_methods(["GET", "POST"])
+def judge(request: HttpRequest) -> HttpResponse:
+    """Your own `vllm bench serve` run, held to the certified band of its pair; the file is not kept."""
+    form = JudgeForm(request.POST, request.FILES) if request.method == "POST" else JudgeForm(initial={"hardware": "cpu"})
+    answer: judging.Answer | judging.Refusal | None = None
+    if request.method == "POST" and not _JudgeThrottle().allow_request(request, _JUDGE_SCOPE):  # type: ignore[arg-type]
+        answer = judging.Refusal(status=429, code="judge:throttled", message="Too many files judged from here in a "
+                                 "minute (each may be 16 MiB): wait a minute, or use the API with a token.")  # fmt: skip
+    elif request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        question = judging.Question(draft=data["draft"].strip(), verifier=data["verifier"].strip(), k=data["k"],
+                                    temperature=data["temperature"] or 0.0, hardware=data["hardware"].strip())  # fmt: skip
+        answer = judging.judge_upload(upload=data["file"], question=question)
+    status = answer.status if isinstance(answer, judging.Refusal) else (400 if form.errors else 200)
+    return render(request, "registry/judge.html", {"form": form, "answer": answer}, status=status)

@@ -10,6 +10,7 @@ class WebhookEvent(models.TextChoices):
     CERTIFIED = "pair.certified"
     REGRESSED = "pair.regressed"
     EXPIRED = "certificate.expired"
+    REVOKED = "certificate.revoked"
     DRIFT = "deployment.drift"
 
 

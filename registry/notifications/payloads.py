@@ -48,6 +48,14 @@ class Expired(TypedDict):
     expires_at: str  # ISO 8601
 
 
+class Revoked(TypedDict):
+    certificate: int
+    certificate_digest: str
+    reason: str
+    revoked_at: str  # ISO 8601
+    log_index: int  # the revocation's entry in the transparency log
+
+
 # "from" is a keyword, so this one is written the functional way.
 Drift = TypedDict("Drift", {"from": str | None, "to": str, "reason": str, "live_al": float | None,
                             "certified_band": list[float] | None})  # fmt: skip
@@ -58,7 +66,7 @@ class PairEvent(TypedDict):
     subject: str
     pair: int
     url: str
-    data: Certified | Regressed | Expired
+    data: Certified | Regressed | Expired | Revoked
 
 
 class DeploymentEvent(TypedDict):
@@ -88,7 +96,8 @@ class Change(serializers.Serializer[ChangeFigures]):
         child=serializers.FloatField(), help_text="95 % interval of current over previous; empty for AL (same prompts)"
     )
     detectable_drop = serializers.FloatField(
-        allow_null=True, help_text="the drop (a fraction) this comparison flags half the time; null for AL (counted)"
+        allow_null=True,
+        help_text="the drop (a fraction) a fresh comparison this precise flags at least half the time; null for AL (counted)",
     )
 
 
@@ -101,6 +110,14 @@ class RegressedData(serializers.Serializer[Regressed]):
 class ExpiredData(serializers.Serializer[Expired]):
     certificate_digest = serializers.CharField()
     expires_at = serializers.DateTimeField()
+
+
+class RevokedData(serializers.Serializer[Revoked]):
+    certificate = serializers.IntegerField()
+    certificate_digest = serializers.CharField()
+    reason = serializers.CharField()
+    revoked_at = serializers.DateTimeField()
+    log_index = serializers.IntegerField(help_text="the revocation's index in the transparency log")
 
 
 def _event(name: str, data: type[serializers.Serializer[_Shape]], about: str) -> type[serializers.Serializer[PairEvent]]:
@@ -128,6 +145,8 @@ REGRESSED = _webhook("pair.regressed", "A new revision of your draft measured wo
                      _event("pair.regressed", RegressedData, "run-<id>"))  # fmt: skip
 EXPIRED = _webhook("certificate.expired", "A certificate of one of your pairs expired",
                    _event("certificate.expired", ExpiredData, "certificate-<id>"))  # fmt: skip
+REVOKED = _webhook("certificate.revoked", "A certificate of one of your pairs was revoked, with the reason",
+                   _event("certificate.revoked", RevokedData, "certificate-<id>-revoked"))  # fmt: skip
 
 
 class DriftData(serializers.Serializer[Drift]):

@@ -22,16 +22,16 @@ from registry.dispatch import task_send_on_commit
 from registry.models import DeliveryState, EmailNotice, Outbound, Pair, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from registry.notifications import outbound
 from registry.notifications import signing as webhooks
-from registry.notifications.payloads import Certified, DeploymentEvent, Expired, PairEvent, Regressed
+from registry.notifications.payloads import Certified, DeploymentEvent, Expired, PairEvent, Regressed, Revoked
 
 logger = logging.getLogger(__name__)
 Row = TypeVar("Row", bound=Outbound)
 # Events worth an email as well as a webhook: the ones an owner must act on.
-_EMAILED = {WebhookEvent.REGRESSED, WebhookEvent.EXPIRED}
+_EMAILED = {WebhookEvent.REGRESSED, WebhookEvent.EXPIRED, WebhookEvent.REVOKED}
 
 
 def pair_event_notify(
-    *, pair: Pair, event: WebhookEvent, subject: str, data: Certified | Regressed | Expired
+    *, pair: Pair, event: WebhookEvent, subject: str, data: Certified | Regressed | Expired | Revoked
 ) -> list[WebhookDelivery]:
     """Queue one delivery of `event` per subscribed endpoint of the pair's owner, and email them.
 

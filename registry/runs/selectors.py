@@ -231,7 +231,7 @@ def lineage_block_ratios(*, run: CertificationRun, latest: int) -> list[list[lis
 @dataclass(frozen=True)
 class RegressionRow:
     regression: Regression
-    detectable_percent: float | None  # the drop its comparison flags half the time, in %; None for a counted figure
+    detectable_percent: float | None  # the drop a fresh comparison flags at least half the time, in %; None if counted
 
 
 def regression_rows(*, pair: Pair) -> list[RegressionRow]:
@@ -241,5 +241,6 @@ def regression_rows(*, pair: Pair) -> list[RegressionRow]:
 
 
 def regression_detectable(*, regression: Regression) -> float | None:
-    """The drop (a fraction) its comparison flags half the time; None for a counted figure, which has no interval."""
+    """The drop (a fraction) a fresh comparison this precise flags at least half the time (kernel.stats.detectable_drop);
+    None for a counted figure, which has no interval."""
     return detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL)

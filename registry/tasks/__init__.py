@@ -4,6 +4,6 @@ The registry app imports this package when it is ready, so every task is registe
 its name before a service sends one (registry.dispatch sends by name, never by import).
 """
 
-from registry.tasks import certify, qualify, upkeep
+from registry.tasks import certify, qualify, revoke, upkeep
 
-__all__ = ["certify", "qualify", "upkeep"]
+__all__ = ["certify", "qualify", "revoke", "upkeep"]

@@ -26,7 +26,7 @@ from registry.api.shapes import shape
 from registry.models import Pair, Workload
 from registry.params import echo, whole_number
 from registry.runs.selectors import PropertyRow
-from registry.traffic.report import AtConcurrency, Candidate, Report, workload_report
+from registry.traffic.report import AtCategory, AtConcurrency, Candidate, Report, notes, workload_report
 from registry.traffic.selectors import bench_command, export_lines, sample_line, workload_candidates, workload_for, workloads_of
 from registry.traffic.services import workload_certify, workload_create, workload_delete
 
@@ -68,6 +68,7 @@ class CandidateJson(TypedDict):
     method: str
     run: int
     acceptance: dict[str, object] | None  # acceptance_out's naming of the document's figures
+    by_category: list[AtCategory]  # AL by the workload's categories, as uploaded (SPEED-Bench's carry over)
     speed: list[result.SpeedAtLevel]
     break_even: BreakEven
     properties: list[PropertyRow]
@@ -95,6 +96,7 @@ class ReportJson(TypedDict):
     running: list[int]
     recommendation: RecommendationJson | None  # None when nothing ran
     export: ExportCommand
+    notes: list[str]  # how the upload was read, where a reader must know (SPEED-Bench: the first turn only)
 
 
 class WorkloadFields(TypedDict):
@@ -225,6 +227,7 @@ def report_json(workload: Workload, report: Report) -> ReportJson:
         if recommendation
         else None,
         "export": {"command": bench_command(workload)},
+        "notes": notes(workload),
     }
 
 
@@ -241,6 +244,7 @@ def _candidate_json(candidate: Candidate) -> CandidateJson:
         "method": pair.method,
         "run": candidate["run"].pk,
         "acceptance": acceptance_out(candidate["acceptance"]),
+        "by_category": candidate["by_category"],
         "speed": candidate["speed"],
         "break_even": {"faster_up_to": candidate["break_even"][0], "slower_from": candidate["break_even"][1]},
         "properties": candidate["properties"],

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from kernel import result, stats
+from kernel.traffic import KINDS
+from kernel.traffic.speed_bench import FIRST_TURN_ONLY
+from kernel.traffic.speed_bench import FORMAT as SPEED_BENCH
 from registry.charts import TIMES
 from registry.models import CertificationRun, Pair, Workload
 from registry.runs.selectors import PropertyRow, latest_finished_run, property_rows, run_document
@@ -27,10 +30,20 @@ class PublicFigures(TypedDict):
     speed_c1: result.SpeedAtLevel | None
 
 
+class AtCategory(TypedDict):
+    """Acceptance on one category of the workload (SPEED-Bench's carry over as they are)."""
+
+    category: str
+    mean_acceptance_length: float | None
+    acceptance_rate: float | None
+    prompts: int | None  # prompts with their own counters; None where the engine did not count per request
+
+
 class Candidate(TypedDict):
     pair: Pair
     run: CertificationRun
     acceptance: result.Acceptance | None
+    by_category: list[AtCategory]
     speed: list[result.SpeedAtLevel]
     break_even: tuple[int | None, int | None]
     properties: list[PropertyRow]
@@ -95,6 +108,7 @@ def _candidate(run: CertificationRun, concurrency: int) -> Candidate:
         "pair": run.pair,
         "run": run,
         "acceptance": result.acceptance(document),
+        "by_category": by_category(document),
         "speed": speed,
         "break_even": result.break_even_bounds(document),
         "properties": rows,
@@ -104,6 +118,22 @@ def _candidate(run: CertificationRun, concurrency: int) -> Candidate:
         "public": _public_figures(run.pair, run.hardware),
         "serve": result.serve_command(document),
     }
+
+
+def by_category(document: result.ResultDocument | None) -> list[AtCategory]:
+    """AL and rate on each category the run measured, in the order the workload's categories are listed."""
+    measured = result.workloads(document)
+    rows: list[AtCategory] = []
+    for category in [kind for kind in KINDS if kind in measured]:
+        accepted = measured[category].get("acceptance") or {}
+        rows.append({"category": category, "mean_acceptance_length": accepted.get("mean_acceptance_length"),
+                     "acceptance_rate": accepted.get("acceptance_rate"), "prompts": accepted.get("prompts")})  # fmt: skip
+    return rows
+
+
+def notes(workload: Workload) -> list[str]:
+    """What the report must say of how the upload was read (only the first turn of SPEED-Bench's records is sent)."""
+    return [FIRST_TURN_ONLY] if workload.format == SPEED_BENCH else []
 
 
 def _public_figures(pair: Pair, hardware: str) -> PublicFigures | None:

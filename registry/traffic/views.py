@@ -25,7 +25,7 @@ from registry.fleet.selectors import labels_served
 from registry.models import Workload
 from registry.params import whole_number
 from registry.traffic.api import MAX_CONCURRENCY, export_response
-from registry.traffic.report import Report, draft_name, workload_report
+from registry.traffic.report import Report, draft_name, notes, workload_report
 from registry.traffic.selectors import (
     bench_command,
     sample_line,
@@ -97,6 +97,7 @@ def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "workload": workload,
         "measured": sample_line(workload),
+        "notes": notes(workload),
         "report": report,
         "candidates": list(workload_candidates(workload=workload)),
         "hardware": hardware_queues(),

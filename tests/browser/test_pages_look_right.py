@@ -29,7 +29,7 @@ from tests.support.factories import RunFactory
 from tests.support.processes import ROOT
 from tests.support.qualification import record
 from tests.support.runs import result_document as minimal_document
-from workers import metrics
+from workers import metrics, modes
 from workers.engines.base import SpecCounters
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -116,6 +116,8 @@ def site(live_server: Any, settings: Any, tmp_path: Path) -> dict[str, str]:
         "runs": "/runs/",
         "matrix": "/matrix/",
         "engines": "/engines/",
+        "formats": "/formats/",
+        "judge": "/judge/",
         "imports": "/imports/",
         "submit": "/submit/",  # signs alice in: the pages below are hers
         "deployments": "/deployments/",
@@ -189,6 +191,11 @@ def measured_stages() -> dict[str, Any]:
     sampled = [SpecCounters(12, 48, 14, (8, 4, 2, 0))] * 31  # acceptance by temperature: lower when sampled
     acceptance["by_temperature"] = metrics.by_temperature({0.0: (sum(prompts, SpecCounters()), prompts),
                                                            0.7: (sum(sampled, SpecCounters()), sampled)})  # fmt: skip
+    off = [SpecCounters(9, 36, 26, (8, 8, 6, 4))] * 31  # the thinking switch off, the same prompts (issue 53)
+    acceptance["mode"] = {"rendered": "as written", "chat_template_kwargs": {}}
+    acceptance["by_mode"] = modes.by_mode("enable_thinking", "each prompt as the user's one message",
+                                          {"thinking on": (sum(prompts, SpecCounters()), prompts),
+                                           "thinking off": (sum(off, SpecCounters()), off)})  # fmt: skip
     stages["throughput"]["choice_of_k"]["schedule"] = schedule_of(True)  # the batch-size schedule, served
     return stages
 

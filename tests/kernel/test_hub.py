@@ -9,8 +9,10 @@ import pytest
 from kernel.errors import InfraError, UserError
 from kernel.formats import tokenizer_hash
 from kernel.hub import HubClient, check_filename
+from kernel.traffic import ChatTemplate
+from kernel.traffic.templates import switches
 from tests.services import free_port
-from zoo.localhub import LocalHub, commit_all, git_sha
+from zoo.localhub import THINKING_REVISION, LocalHub, _git, commit_all, git_sha
 
 DRAFT = "spechub-toy/llama-draft-1l"
 VERIFIER = "spechub-toy/llama-verifier"
@@ -26,6 +28,17 @@ def test_main_a_tag_a_branch_and_a_sha_all_resolve(local_hub, hub_client):
     tagged = mirror_sha(local_hub, DRAFT, "v1.0")
     assert hub_client.resolve(DRAFT, tagged) == tagged
     assert len({mirror_sha(local_hub, DRAFT, ref) for ref in ("main", "v1.0", "experimental")}) == 3
+
+
+def test_the_verifiers_thinking_revision_takes_a_thinking_switch_and_main_stays_as_it_was(local_hub, hub_client):
+    """Issue 53: a branch of the verifier whose chat template takes `enable_thinking`; only its tokenizer_config differs."""
+    thinking = hub_client.resolve(VERIFIER, THINKING_REVISION)
+    assert thinking == mirror_sha(local_hub, VERIFIER, THINKING_REVISION) != mirror_sha(local_hub, VERIFIER, "main")
+    changed = _git(local_hub.mirror(VERIFIER), "diff", "--name-only", "main", THINKING_REVISION)
+    assert changed == "tokenizer_config.json"
+    found = {ref: switches(ChatTemplate.from_tokenizer_config(hub_client.metadata(VERIFIER, ref).tokenizer_config))
+             for ref in ("main", thinking)}  # fmt: skip
+    assert (found["main"].names, found[thinking].thinking) == ((), "enable_thinking")
 
 
 def test_model_info_without_a_revision_works_through_the_seeded_meta_head(local_hub, hub_client):

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from kernel.stats import detectable_drop, ratio_between, run_to_run_spread, t_975
+from kernel.stats import DETECTABLE_WIDENING, detectable_drop, ratio_between, run_to_run_spread, t_975
 from workers.metrics import Stein
 
 RUNS, TOLERANCE, SPEEDUP = 4000, 0.05, 1.5
 GPU, CPU = Stein(first=4, most=12, target=0.05), Stein(first=4, most=6, target=0.05)
 # The run-to-run floors registry.runs.regressions assumes where a pair's history cannot say
 # (tests/registry/test_regression_history.py holds them equal).
-GPU_FLOOR, CPU_FLOOR = 0.03, 0.06
+GPU_FLOOR, CPU_FLOOR = 0.033, 0.06  # 3 % on a GPU until issue 56 §4 (tests/kernel/test_regression_floor.py)
 FIRSTS = (4, 4)
 
 
@@ -75,7 +75,8 @@ def test_the_interval_covers_the_true_change_95_percent_of_the_time_at_steins_sa
 
 @pytest.mark.parametrize("cv", [0.03, 0.08, 0.15])
 def test_an_unchanged_pair_is_flagged_at_most_2_5_percent_without_and_5_percent_at_6_percent_run_to_run(cv):
-    """A GPU pair on the 3 % floor. Figures (20,000 draws, CV 3/8/15 %): no spread 0.00/0.01/0.05 %, 4 %
+    """A GPU pair on the 3 % floor (3.3 % since issue 56 §4, which lowers each figure: 4.0 % at 6 %, CV 3 %). Figures
+    (20,000 draws, CV 3/8/15 %): no spread 0.00/0.01/0.05 %, 4 %
     0.8/0.5/0.3 %, 6 % 4.7/2.9/1.2 %, 10 % 15/11/6 % (beyond the floor: its own history then has to tell, as below).
     A CPU pair on its 6 % floor: 0.6/0.4/0.4 % at 6 %, 5.7/4.0/2.3 % at 10 %. The old Welch rule: 4.4/9.9/20 % at
     4/6/10 % (GPU, CV 8 %)."""
@@ -92,10 +93,11 @@ def test_a_drop_at_the_tolerance_is_flagged_at_most_2_5_percent_of_the_time():
     assert flag_rate(rng, GPU, 0.03, 1 - TOLERANCE, drift=0.0, assumed=0.0, runs=RUNS // 2) <= 0.025
 
 
-@pytest.mark.parametrize(("rule", "floor", "least"), [(GPU, GPU_FLOOR, 0.7), (CPU, CPU_FLOOR, 0.15)], ids=["gpu", "cpu"])
+@pytest.mark.parametrize(("rule", "floor", "least"), [(GPU, GPU_FLOOR, 0.6), (CPU, CPU_FLOOR, 0.15)], ids=["gpu", "cpu"])
 def test_a_real_15_percent_drop_is_flagged_simulated(rule, floor, least):
     """Power at a true 15 % drop on the floor (20,000 draws, CV 3/8/15 %): GPU 0.80/0.34/0.11 for a steady pair,
-    0.63/0.39/0.15 for one moving by its 3 % floor; CPU 0.24/0.15/0.08 moving by its 6 % floor. The floor's own
+    0.63/0.39/0.15 for one moving by a 3 % floor; CPU 0.24/0.15/0.08 moving by its 6 % floor. On the 3.3 % GPU floor
+    (issue 56 §4) a steady pair's is 0.67 at CV 3 %. The floor's own
     half-width, 1.96 sqrt(2) floor, bounds it whatever the CV: a CPU drop under about 20 % is flagged under half the
     time until the pair's history shows it steadier."""
     rng = random.Random(f"slower-{rule.most}")
@@ -148,4 +150,5 @@ def test_the_detectable_drop_is_the_tolerance_and_the_intervals_half_width():
     assert detectable_drop([], TOLERANCE) is None  # AL: counted, no interval
     assert detectable_drop([0.8, 0.8], TOLERANCE) == pytest.approx(TOLERANCE)  # an exact comparison sees past 5 %
     half = 0.1
-    assert detectable_drop([math.exp(-0.3 - half), math.exp(-0.3 + half)], TOLERANCE) == pytest.approx(1 - 0.95 * math.exp(-half))
+    widened = 1 - 0.95 * math.exp(-DETECTABLE_WIDENING * half)  # a flagged interval is the narrower (issue 56 §5)
+    assert detectable_drop([math.exp(-0.3 - half), math.exp(-0.3 + half)], TOLERANCE) == pytest.approx(widened)

@@ -422,3 +422,20 @@ def test_a_temperature_the_certified_run_did_not_measure_is_refused_and_nothing_
     form = client_of(owner).post("/deployments/", {"name": "hot", "pair": pair.pk, "temperature": "0.55"})
     assert form.status_code == 422 and "Choose a temperature from the list (0, 0.7, 1)" in form.content.decode()
     assert Deployment.objects.count() == before
+
+
+def test_a_collapsed_window_names_what_the_counters_show_and_what_to_check_and_a_healthy_one_names_none(registered):
+    """Issue 53 §3: of a low acceptance's causes the counters show k; the rest are named with what to check."""
+    deployment, token = registered
+    server = Server()
+    push(deployment, token, server.serve(NOW - 300, 1000, 2.4, 40), server.serve(NOW - 240, 2000, 2.4, 80))
+    deployment.refresh_from_db()
+    assert deployment.state == "within" and "Not checkable from counters" not in deployment.state_reason
+    push(deployment, token, server.serve(NOW - 180, 2000, 0.02, 80))
+    deployment.refresh_from_db()
+    reason = deployment.state_reason
+    assert deployment.state == "collapse" and "checked from the counters: 4 tokens drafted a step in this window; " \
+        "certified k=4. Not checkable from counters: " in reason  # fmt: skip
+    for cause in ("the method does not fit", "the draft is not the certified one", "do not share one vocabulary",
+                  "the verifier is quantized otherwise", "not lossless", "the thinking switch"):  # fmt: skip
+        assert cause in reason, reason

@@ -135,7 +135,7 @@ def _admin_object(name: str) -> int:
 
 
 def _other(name: str, parameter: str) -> Any:
-    known = {"uidb64": "MQ", "token": "set-password"}  # the password reset link
+    known = {"uidb64": "MQ", "token": "set-password", "concurrency": "1"}  # the password reset link; a level
     assert parameter in known, f"{name}: no value for its parameter {parameter!r}; add one to this test"
     return known[parameter]
 

@@ -441,3 +441,50 @@ def test_the_pair_page_and_run_api_give_acceptance_by_temperature_and_the_recipe
     rows = Client().get(f"/api/v1/runs/{run.pk}/").json()["acceptance"]["by_temperature"]
     assert [row["temperature"] for row in rows] == [0.0, 1.0]
     assert "cumulative_per_position_interval" in rows[1] and "per_position" not in rows[1]
+
+
+def _by_mode_acceptance() -> dict[str, Any]:
+    """Acceptance on the suite as written, and with the thinking switch on and off (issue 53), from counters."""
+    from workers import metrics, modes
+    from workers.engines.base import SpecCounters
+
+    on = [SpecCounters(drafts=10 + i % 3, draft_tokens=40, accepted=20 + i % 5, per_position=(9, 8, 3, 0)) for i in range(12)]
+    off = [SpecCounters(drafts=10 + i % 2, draft_tokens=40, accepted=28 + i % 4, per_position=(9, 9, 6, 4)) for i in range(12)]
+    acceptance: dict[str, Any] = dict(metrics.acceptance(sum(on, SpecCounters()), on))
+    acceptance["mode"] = {"rendered": "as written", "chat_template_kwargs": {}}
+    runs = {"thinking on": (sum(on, SpecCounters()), on), "thinking off": (sum(off, SpecCounters()), off)}
+    acceptance["by_mode"] = modes.by_mode("enable_thinking", "each prompt as the user's one message", runs)
+    return acceptance
+
+
+def test_the_pair_page_the_run_api_and_the_certificate_give_acceptance_by_thinking_mode(serving_pair):
+    from kernel.certificate_text import describe
+    from kernel.certificates import Verified
+
+    pair, run = serving_pair
+    acceptance = _by_mode_acceptance()
+    run.result["stages"]["speculative"]["acceptance"] = acceptance
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    on, off = (row["mean_acceptance_length"] for row in acceptance["by_mode"]["modes"])
+    apart = acceptance["by_mode"]["difference"]
+    assert 'id="acceptance-by-mode"' in page and "<code>enable_thinking</code>" in page
+    assert "<td>thinking on</td>" in page and f"{on:.2f}" in page and f"{off:.2f}" in page
+    assert f"thinking on less thinking off: <strong>{apart['mean_acceptance_length']:.2f}</strong>" in page
+    assert f"[{apart['interval'][0]:.2f}, {apart['interval'][1]:.2f}]" in page and "paired over 12 prompts" in page
+    assert "the prompts as written (no chat template, so no thinking switch)" in page
+    found = Client().get(f"/api/v1/runs/{run.pk}/").json()["acceptance"]
+    assert found["mode"] == {"rendered": "as written", "chat_template_kwargs": {}}
+    rows = found["by_mode"]["modes"]
+    assert [row["chat_template_kwargs"] for row in rows] == [{"enable_thinking": True}, {"enable_thinking": False}]
+    assert all(len(row["mean_acceptance_length_interval"]) == 2 and "cumulative_per_position" in row for row in rows)
+    assert found["by_mode"]["difference"]["interval"] == apart["interval"]
+    payload = {"expires_at": "2030-01-01T00:00:00+00:00", "verdict": "certified", "inputs": {},
+               "results": {"speculative": {"acceptance": acceptance}}}  # fmt: skip
+    text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
+    assert "figures hold for: the prompts as written (no chat template, so no thinking switch)" in text
+    assert f"acceptance by mode (enable_thinking): thinking on {on:.2f} [" in text
+    assert f"thinking on - thinking off {apart['mean_acceptance_length']:.2f} [" in text and "paired over 12 prompts" in text
+    payload["results"] = {"speculative": {"acceptance": {"by_mode": {"modes": "hostile"}, "mode": ["x"]}}}
+    text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
+    assert "acceptance by mode: unreadable" in text

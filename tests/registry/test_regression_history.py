@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from kernel.stats import detectable_drop
+from kernel.stats import DETECTABLE_WIDENING, detectable_drop
 from registry.models import Regression, Submission
 from registry.runs import regressions
 from tests.kernel import test_regression_interval as simulated
@@ -63,7 +63,11 @@ def test_the_pair_page_prints_the_drop_each_flag_could_detect(db, pair, client, 
     detectable = detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL)
     assert detectable is not None and settings.SPECHUB_REGRESSION_RTOL < detectable < 0.15
     assert "detectable drop" in page and f"{100 * detectable:.1f} %" in page
-    assert math.isclose(1 - detectable, 0.95 * math.sqrt(regression.interval[0] / regression.interval[1]))
+    assert math.isclose(1 - detectable, 0.95 * (regression.interval[0] / regression.interval[1]) ** (DETECTABLE_WIDENING / 2))
+    floors = (
+        f"{100 * regressions.RUN_TO_RUN_FLOOR_GPU:g} % on a GPU and {100 * regressions.RUN_TO_RUN_FLOOR_CPU:g} % on the CPU class"
+    )
+    assert floors in page  # the caption says what run-to-run variation the interval covers (issue 56 §4)
     # The API prints it beside each flag too; AL, counted over the same prompts, has none.
     flags = {row["metric"]: row for row in client.get(f"/api/v1/pairs/{pair.pk}/").json()["regressions"]}
     assert flags["speedup"]["detectable_drop"] == pytest.approx(detectable)

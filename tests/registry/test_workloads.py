@@ -346,6 +346,31 @@ def test_the_pages_show_the_sample_the_quota_and_the_comparison(measured, owner)
     page = client.get(f"/workloads/{workload['id']}/?concurrency=1").content.decode()
     assert "Use spechub-toy/llama-draft-1l." in page and "Only measured levels are compared (1, 4)" in page
     assert "svg" in page and "Download the measured sample" in page
+    _shows_acceptance_by_thinking_mode(measured, owner)
+
+
+def _shows_acceptance_by_thinking_mode(measured, owner):
+    """Where a run measured AL with the thinking switch on and off (issue 53), the report shows both (read from the
+    same fixture as the page test above: it costs no second certification)."""
+    from workers import modes
+    from workers.engines.base import SpecCounters
+
+    workload, runs = measured
+    run = CertificationRun.objects.get(pk=runs[0].pk)
+    prompts = [SpecCounters(drafts=10 + i % 3, draft_tokens=40, accepted=20 + i % 5, per_position=(9, 8, 3, 0)) for i in range(8)]
+    counted = (sum(prompts, SpecCounters()), prompts)
+    assert run.result is not None
+    acceptance = run.result["stages"]["speculative"]["acceptance"]
+    acceptance["by_mode"] = modes.by_mode("enable_thinking", "each request's own messages", dict.fromkeys(modes.MODES, counted))
+    acceptance["mode"] = {"rendered": "chat template", "chat_template_kwargs": {"enable_thinking": False}}
+    run.save(update_fields=["result"])
+    page = client_of(owner).get(f"/workloads/{workload['id']}/?concurrency=1").content.decode()
+    assert "acceptance by thinking mode on your traffic" in page and "<code>enable_thinking</code>" in page
+    assert "thinking on less thinking off: 0.00" in page and "paired over 8 prompts" in page
+    assert "<code>enable_thinking=False</code>" in page
+    report = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
+    found = next(c["acceptance"] for c in report["candidates"] if c["run"] == run.pk)
+    assert found["by_mode"]["difference"]["prompts"] == 8 and found["mode"]["rendered"] == "chat template"
 
 
 def test_the_certify_form_takes_only_plain_pair_ids(pairs, owner):

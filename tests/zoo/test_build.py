@@ -49,7 +49,7 @@ def test_the_format_variants_are_rebuilt_from_the_committed_weights_to_the_diges
     shutil.copytree(ZOO, zoo, ignore=lambda folder, names: [n for n in names if n in variants.VARIANTS])
     assert variants.missing(zoo) == list(variants.VARIANTS)
     assert variants.ensure(zoo) == list(variants.VARIANTS)
-    assert variants.built(zoo) == variants.pinned(zoo) and len(variants.pinned(zoo)) == 12
+    assert variants.built(zoo) == variants.pinned(zoo) and len(variants.pinned(zoo)) == 12 + 14  # formats, quantized
     assert not [p for p in zoo.iterdir() if p.name.startswith("tmp")]  # the scratch folder is gone
 
 
@@ -69,7 +69,9 @@ def test_the_variants_are_not_in_git_and_the_zoo_in_git_is_under_40_mb():
 
 
 def test_the_committed_zoo_stays_under_25_mb_of_distinct_content():
-    distinct = {hashlib.sha256(p.read_bytes()).hexdigest(): p.stat().st_size for p in ZOO.rglob("*") if p.is_file()}
+    built_here = tuple(ZOO / ORG / name for name in variants.VARIANTS)  # not committed (issue 53 adds 8 MB of them)
+    committed = [p for p in ZOO.rglob("*") if p.is_file() and not any(p.is_relative_to(v) for v in built_here)]
+    distinct = {hashlib.sha256(p.read_bytes()).hexdigest(): p.stat().st_size for p in committed}
     assert sum(distinct.values()) < 25 * 1024 * 1024
 
 

@@ -19,6 +19,7 @@ from zoo.corpus import GENERATORS
 pytestmark = pytest.mark.engine
 
 VERIFIER = "spechub-toy/llama-verifier"
+QUANTIZED = "spechub-toy/llama-draft-1l-w8a8-int8"
 PROMPTS = [
     "Q: What is 12 + 7?\nA:",
     "Translate to French: the red cat sleeps.\nFrench:",
@@ -69,7 +70,7 @@ def engine_client(local_hub, tmp_path_factory):
 @pytest.fixture(scope="session")
 def snapshots(engine_client) -> dict[str, str]:
     repos = [VERIFIER, "spechub-toy/eagle3-head", "spechub-toy/eagle3-head-reduced", "spechub-toy/eagle3-head-raw",
-             "spechub-toy/eagle1-head", "spechub-toy/eagle1-head-wrapped", "spechub-toy/mtp-speculator"]  # fmt: skip
+             "spechub-toy/eagle1-head", "spechub-toy/eagle1-head-wrapped", "spechub-toy/mtp-speculator", QUANTIZED]  # fmt: skip
     return {repo: str(engine_client.snapshot(repo, engine_client.resolve(repo, "main"))) for repo in repos}
 
 
@@ -237,3 +238,19 @@ def test_the_gate_and_vllm_agree_on_every_format(name, engine_client, snapshots,
 
 def test_the_corpus_covers_every_workload_category():
     assert set(GENERATORS) == {"code", "translation", "summarization", "chat", "math", "qa", "rag"}
+
+
+def test_vllm_reads_the_zoos_quantized_draft_as_the_gate_does(engine_client, snapshots):
+    """The W8A8 INT8 draft (zoo/quantized.py) passes the gate through the Hub, and vLLM reads its quantization_config
+    as compressed-tensors W8A8 INT8, no model loaded. That it serves, and what it costs in acceptance, was measured by
+    scripts/probe_quantized.py (docs/quantized.md): an engine start each, kept out of the suite."""
+    from vllm.model_executor.layers.quantization.compressed_tensors.compressed_tensors import CompressedTensorsConfig
+
+    from kernel.formats.quantization import scheme
+
+    config = gate_config(engine_client, snapshots, QUANTIZED, "draft_model", {})
+    draft = resolved(snapshots, config).draft_model_config
+    assert draft.quantization == "compressed-tensors" and scheme(draft.hf_config.to_dict()) == "compressed-tensors:w8a8-int8"
+    read = CompressedTensorsConfig.from_config(draft.hf_config.quantization_config)
+    group = read.target_scheme_map["Linear"]
+    assert read._is_dynamic_token_w8a8(group["weights"], group["input_activations"])

@@ -4,8 +4,11 @@ A suite is a JSON file:
     {"name": str, "version": int, "max_tokens": int,
      "categories": {"<category>": ["prompt", ...], ...}}
 Categories are code, translation, summarization, chat, math, qa, rag and
-custom; a suite may cover a subset. The hash is over the canonical JSON, so any
-edit to a prompt makes a new suite identity and a new baseline.
+custom, and SPEED-Bench's as they are (kernel.traffic.KINDS); a suite may cover a
+subset. The hash is over the canonical JSON, so any edit to a prompt makes a new
+suite identity and a new baseline. A bundled suite may instead be `<name>.jsonl` of
+SPEED-Bench's records: its identity is the workload's hash, and only each record's
+first user turn is sent, rendered with the verifier's chat template.
 
 A run may measure users' traffic instead, in two ways. `sha256:<hex>` names a
 registry workload: the certify task hands this run its stored sample
@@ -44,7 +47,7 @@ from kernel.traffic import (
     workload_path,
 )
 
-__all__ = ["CATEGORIES", "KINDS", "Suite", "load_suite", "parse_suite", "tokenize"]
+__all__ = ["CATEGORIES", "KINDS", "Suite", "chat_template", "load_suite", "parse_suite", "tokenize"]
 
 SUITES = Path(__file__).parent
 MAX_PROMPTS = 1000
@@ -68,6 +71,14 @@ class Suite:
     sha256: str
     private: bool = False
     pending: Workload | None = None  # a user's requests, prompts once rendered with the verifier's template
+    requests: tuple[Request, ...] = ()  # a workload's requests as asked (messages, switches), once rendered
+
+    def asked(self) -> list[Request]:
+        """The requests as they were asked, in `prompts()`'s order: a workload's own, a bundled suite's as plain
+        prompts (the thinking switch's passes render them, workers/modes.py)."""
+        if self.requests:
+            return [request for kind in KINDS for request in self.requests if request.category == kind]
+        return [Request(0, category, prompt=prompt, max_tokens=self.max_tokens) for category, prompt in self.prompts()]
 
     @property
     def label(self) -> str:
@@ -81,13 +92,8 @@ class Suite:
         """Return the suite with a user's requests rendered by the verifier's chat template and length-checked."""
         if self.pending is None:
             return self
-        config = (
-            json.loads((verifier / "tokenizer_config.json").read_text())
-            if (verifier / "tokenizer_config.json").exists()
-            else None
-        )
-        done = rendered(self.pending, ChatTemplate.from_tokenizer_config(config), _token_count(verifier), max_model_len)
-        return replace(self, categories=_by_category(done.sample), pending=None)
+        done = rendered(self.pending, chat_template(verifier), _token_count(verifier), max_model_len)
+        return replace(self, categories=_by_category(done.sample), pending=None, requests=done.sample)
 
 
 def load_suite(name_or_path: str, run_id: int = 0) -> Suite:
@@ -97,18 +103,28 @@ def load_suite(name_or_path: str, run_id: int = 0) -> Suite:
     if reference:
         return _from_sample(path)
     if not path.suffix:
-        return _read_suite(SUITES / f"{name_or_path}.json", name_or_path)
+        return _bundled(name_or_path)
     suite = _read_workload(path, name_or_path)
     if suite.pending is not None and suite.pending.format == "suite":  # SpecHub's own format keeps its identity and baselines
         return _read_suite(path, name_or_path)
     return suite
 
 
+def _bundled(name: str) -> Suite:
+    """A bundled suite: SpecHub's own JSON, or records as JSONL in a format kernel.traffic reads (SPEED-Bench's);
+    either is public, so its baselines may be cached."""
+    records = SUITES / f"{name}.jsonl"
+    if records.exists() and not (SUITES / f"{name}.json").exists():
+        return replace(_read_workload(records, name), private=False)
+    return _read_suite(SUITES / f"{name}.json", name)
+
+
 def _from_sample(path: Path) -> Suite:
     """A registry workload's stored sample, rendered and measured when it was stored: the prompts as they are."""
     sample = read_sample(path)
     max_tokens = max((r.max_tokens for r in sample.requests), default=0)
-    return Suite("workload", 1, max_tokens, _by_category(sample.requests), sample.sha256, private=True)
+    return Suite("workload", 1, max_tokens, _by_category(sample.requests), sample.sha256, private=True,
+                 requests=tuple(sample.requests))  # fmt: skip
 
 
 def _read_workload(path: Path, name: str) -> Suite:
@@ -169,6 +185,16 @@ def parse_suite(document: object) -> Suite:
         categories={c: tuple(v) for c, v in prompts.items()},
         sha256=hashlib.sha256(canonical.encode()).hexdigest(),
     )
+
+
+def chat_template(verifier: Path) -> ChatTemplate | None:
+    """The chat template in the verifier snapshot's tokenizer_config.json, if it has one."""
+    path = verifier / "tokenizer_config.json"
+    try:
+        config = json.loads(path.read_text()) if path.exists() else None
+    except ValueError:  # the gate has named it; a template that cannot be read is no template
+        config = None
+    return ChatTemplate.from_tokenizer_config(config if isinstance(config, dict) else None)
 
 
 def tokenize(verifier: Path, prompts: list[str]) -> list[list[int]]:

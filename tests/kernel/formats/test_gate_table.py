@@ -259,8 +259,9 @@ ROWS: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
     ("synthetic-rejection", {"draft": None, "draftless": True, "method": "ngram",
                              "options": {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 3.5}},
      {"gate:lossless-rejection-method", "gate:lossless-synthetic"}, set()),
+    # Block verification (Sun et al.) keeps the verifier's distribution: lossless (issue 54 §4).
     ("block-verification", {"draft": EAGLE3_LLAMA, "tensors": LLAMA_MAPPING, "options": {"rejection_sample_method": "block"}},
-     {"gate:lossless-rejection-method"}, set()),
+     set(), set()),
     ("standard-rejection-said-aloud", {"draft": EAGLE3_LLAMA, "tensors": LLAMA_MAPPING,
                                        "options": {"rejection_sample_method": "standard"}}, set(), set()),
 ]  # fmt: skip

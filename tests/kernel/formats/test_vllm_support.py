@@ -120,3 +120,17 @@ def test_configs_vllm_refuses_are_refused_by_the_gate(broken):
     assert "gate:format-missing-key" in {f.code for f in report.errors} or "gate:format-bad-value" in {
         f.code for f in report.errors
     }
+
+
+def test_the_speculative_keys_the_gate_judges_are_the_installed_vllms():
+    """Its rejection samplers are each judged lossless or not, and its Dynamic SD schedule is written as it reads it."""
+    from vllm.config.speculative import RejectionSampleMethod, SpeculativeConfig
+
+    from kernel.formats.options import LOSSLESS_REJECTION, LOSSY_REJECTION, RECORDED
+    from kernel.formats.vllm_support import dynamic_k_takes_ranges
+
+    assert flattened(RejectionSampleMethod) <= {*LOSSLESS_REJECTION, *LOSSY_REJECTION}
+    fields = SpeculativeConfig.__dataclass_fields__
+    assert {*RECORDED, "draft_tensor_parallel_size", "synthetic_acceptance_rates", "synthetic_acceptance_length"} <= set(fields)
+    schedule = str(fields["num_speculative_tokens_per_batch_size"].type)
+    assert dynamic_k_takes_ranges(VLLM_VERSION) is schedule.startswith("list[")
