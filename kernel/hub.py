@@ -10,9 +10,12 @@ from Django, so a worker can use it alone.
 
 from __future__ import annotations
 
+import copy
 import re
 import struct
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -52,6 +55,12 @@ from kernel.settings import Settings
 
 T = TypeVar("T")
 SHA = re.compile(r"^[0-9a-f]{40}$")
+# What `metadata` read at a commit, kept per process: a commit's files never change, and a submission burst, an import
+# sweep and the compatibility check read the same commits again (each read is a dozen Hub requests, ~1.3 s for a
+# toy pair through olah). Keyed by endpoint and token too, so no caller reads what its own token could not.
+METADATA_KEPT = 64
+_kept: OrderedDict[tuple[str | None, str | bool, str, str], RepoMetadata] = OrderedDict()
+_kept_lock = threading.Lock()
 METADATA_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
 # What an engine needs; never *.bin, *.pt, *.pkl or *.py.
 SNAPSHOT_PATTERNS = ["*.safetensors", "*.safetensors.index.json", "*.json", "tokenizer.model", "*.tiktoken", "*.txt"]
@@ -127,8 +136,23 @@ class HubClient:
         return info.sha
 
     def metadata(self, repo_id: str, revision: str) -> RepoMetadata:
-        """Return config, tokenizer and safetensors headers at the resolved commit; no weights."""
+        """Return config, tokenizer and safetensors headers at the resolved commit; no weights. The revision is resolved
+        each time (a branch moves); what was read at a commit is read once (METADATA_KEPT)."""
         sha = self.resolve(repo_id, revision)
+        key = (self.endpoint, self.token, repo_id, sha)
+        with _kept_lock:
+            found = _kept.get(key)
+            if found is not None:
+                _kept.move_to_end(key)
+                return copy.deepcopy(found)  # callers may change theirs; the kept one stays as read
+        read = self._read_at(repo_id, sha)
+        with _kept_lock:
+            _kept[key] = copy.deepcopy(read)
+            while len(_kept) > METADATA_KEPT:
+                _kept.popitem(last=False)
+        return read
+
+    def _read_at(self, repo_id: str, sha: str) -> RepoMetadata:
         listed = self._call(lambda: self.api.list_repo_files(repo_id, revision=sha), repo_id, sha)
         unsafe = [name for name in listed if not is_safe_filename(name)]
         files = [name for name in listed if name not in unsafe]

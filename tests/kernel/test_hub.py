@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 
 import pytest
 
+from kernel import hub
 from kernel.errors import InfraError, UserError
 from kernel.formats import tokenizer_hash
+from kernel.formats.inputs import RepoMetadata
 from kernel.hub import HubClient, check_filename
 from kernel.traffic import ChatTemplate
 from kernel.traffic.templates import switches
@@ -68,6 +71,25 @@ def test_a_pinned_snapshot_keeps_its_revision_after_main_moves(tmp_path):
     assert snapshot.name == pinned
     assert (snapshot / "config.json").read_text() == original
     assert (snapshot / "model.safetensors").stat().st_size > 1_000_000
+
+
+def test_a_commit_is_read_once_a_branch_resolved_each_time_and_a_callers_change_stays_its_own(hub_client, monkeypatch):
+    monkeypatch.setattr(hub, "_kept", OrderedDict())
+    reads: list[str] = []
+    read_at = HubClient._read_at
+
+    def counted(self: HubClient, repo_id: str, sha: str) -> RepoMetadata:
+        reads.append(sha)
+        return read_at(self, repo_id, sha)
+
+    monkeypatch.setattr(HubClient, "_read_at", counted)
+    main = hub_client.resolve(VERIFIER, "main")
+    first = hub_client.metadata(VERIFIER, main)
+    first.config["hidden_size"] = -1  # the caller's own copy
+    again = hub_client.metadata(VERIFIER, "main")  # the branch is resolved again, the commit not read again
+    assert again.config["hidden_size"] > 0 and again.sha == main and reads == [main]
+    other = HubClient(endpoint=hub_client.endpoint, cache_dir=hub_client.cache_dir, token="another-token")
+    assert other.metadata(VERIFIER, main).sha == main and reads == [main, main]  # another token reads for itself
 
 
 @pytest.mark.parametrize(("repo_id", "revision"), [("spechub-toy/no-such-model", "main"), (DRAFT, "no-such-branch")])
