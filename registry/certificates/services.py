@@ -93,6 +93,9 @@ def certificate_issue(*, run: CertificationRun) -> Certificate | None:
     # A run judged again (its engine build qualified) replaces its certificate with one that cites the qualification;
     # both files stay in the log. The row and its entry are written together or not at all.
     with transaction.atomic():
+        revoked = Certificate.objects.select_for_update().filter(run=run, revoked_at__isnull=False).first()
+        if revoked is not None:  # a revocation is final: judged again, the run is not signed anew, nor its file changed
+            return revoked
         certificate = _certificate_store(run=run, payload=payload, data=data, signed=signed, issued_at=issued_at)
         log_append(kind=EntryKind.CERTIFICATE, certificate=certificate, entry=data, key=key)
     return certificate

@@ -185,6 +185,15 @@ def test_a_log_rebuilt_with_one_entry_replaced_fails_consistency():
         audit.check_consistency(seen, latest, proof)
 
 
+def test_a_revoked_certificates_run_judged_again_is_not_signed_anew(settings):
+    certificate = certified()
+    certificate_revoke(certificate_id=certificate.pk, user=User.objects.create_user("staff", is_staff=True), reason="bad")
+    size, document = LogHead.objects.get().size, Certificate.objects.get(pk=certificate.pk).document
+    settings.SPECHUB_CERTIFICATE_DAYS += 1  # a new file would differ
+    assert certificate_issue(run=certificate.run).pk == certificate.pk  # type: ignore[union-attr]
+    assert (LogHead.objects.get().size, Certificate.objects.get(pk=certificate.pk).document) == (size, document)
+
+
 @pytest.fixture
 def staff() -> User:
     return User.objects.create_user("staff", is_staff=True)
