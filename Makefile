@@ -75,7 +75,7 @@ hub:
 	scripts/bootstrap_hub.sh
 	$(PY) -m zoo.localhub --port 8090
 
-## zoo: rebuild the toy zoo into zoo/models (about 20 CPU minutes; the built zoo is committed)
+## zoo: rebuild the toy zoo into zoo/models (about 40 CPU minutes on 2 cores, the three other families 20 of them; the built zoo is committed)
 zoo:
 	scripts/bootstrap.sh dev,cpu
 	$(PY) -m zoo.build

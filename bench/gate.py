@@ -23,14 +23,16 @@ TARGET_SECONDS = 2.0
 VERIFIER = f"{ORG}/llama-verifier"
 
 
-def judge_once(endpoint: str, draft: str | None, method: str | None, options: dict[str, object]) -> tuple[float, bool]:
+def judge_once(
+    endpoint: str, draft: str | None, method: str | None, options: dict[str, object], verifier: str = VERIFIER
+) -> tuple[float, bool]:
     """Return (seconds, compatible) for one cold judgement."""
     with tempfile.TemporaryDirectory() as cache:
         client = HubClient(endpoint=endpoint, cache_dir=Path(cache))
         started = time.perf_counter()
         report = gate_check(
-            verifier=HubRepo(client, VERIFIER),
-            verifier_id=VERIFIER,
+            verifier=HubRepo(client, verifier),
+            verifier_id=verifier,
             draft=HubRepo(client, f"{ORG}/{draft}") if draft else None,
             method=method,
             options=options,
@@ -42,14 +44,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     repeats = parser.parse_args().repeats
-    cases: list[tuple[str | None, str | None, dict[str, object]]] = [(p.draft, p.method, p.options) for p in ZOO_PAIRS] + [
-        (name, None, {}) for name in BROKEN
-    ]
+    cases: list[tuple[str | None, str | None, dict[str, object], str]] = [
+        (p.draft, p.method, p.options, f"{ORG}/{p.verifier}") for p in ZOO_PAIRS
+    ] + [(name, None, {}, VERIFIER) for name in BROKEN]
     worst: list[float] = []
     with LocalHub() as hub:
         judge_once(hub.endpoint, "llama-draft-1l", None, {})  # olah's first request warms its caches
-        for draft, method, options in cases:
-            timings = [judge_once(hub.endpoint, draft, method, options) for _ in range(repeats)]
+        for draft, method, options, verifier in cases:
+            timings = [judge_once(hub.endpoint, draft, method, options, verifier) for _ in range(repeats)]
             seconds = [t for t, _ in timings]
             worst.append(max(seconds))
             verdict = "compatible" if timings[0][1] else "refused"

@@ -236,7 +236,7 @@ def _figures_mode(found: object) -> list[str]:
 
 
 def _modes(found: object) -> list[str]:
-    """AL with the chat template's thinking switch on and off, each with its interval, and how far apart (issue 53)."""
+    """AL in each mode of the chat template's switch, each with its interval, and how far apart (issues 53, 60)."""
     if found is None:
         return []
     by_mode = _object(found)

@@ -35,6 +35,9 @@ CASES = {
     "torchao-int8wo-draft": ("llama-verifier", "q/llama-draft-1l-torchao-int8wo"),
     # Both quantized at once, the kernels vLLM picks in its INFO log: fp8 as the verifier, int8 as its draft.
     "fp8-verifier-int8-draft": ("q/llama-verifier-fp8-dynamic", "q/llama-draft-1l-w8a8-int8"),
+    # gpt-oss as published (issue 60): the toy gpt-oss verifier, bf16 and with its experts in MXFP4.
+    "gpt-oss-bf16-verifier": ("gpt-oss-verifier", None),
+    "gpt-oss-mxfp4-verifier": ("q/gpt-oss-verifier-mxfp4", None),
 }
 
 
@@ -46,7 +49,7 @@ def build() -> None:
     from zoo.quantized import FORMATS
 
     for form, make in FORMATS.items():
-        for model in ("llama-draft-1l", "llama-verifier"):
+        for model in ("gpt-oss-verifier",) if form == "mxfp4" else ("llama-draft-1l", "llama-verifier"):
             target = OUT / f"{model}-{form}"
             if not (target / "README.md").is_file():
                 make(ZOO / model, target)

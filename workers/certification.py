@@ -226,8 +226,8 @@ def speculative(bench: Workbench, report: Tick) -> result.SpeculativeStage:
         acceptance["by_temperature"] = metrics.by_temperature({0.0: (total_counters(bench.speculative), prompts), **sampled})
     acceptance["mode"] = modes.figures_mode(bench.suite.asked())
     by_mode = {mode: (total_counters(c), _prompts_of(c)) for mode, c in bench.speculative.get("by_mode", {}).items()}
-    if by_mode and bench.switches.thinking:
-        found = modes.by_mode(bench.switches.thinking, modes.prompts_as(bench.suite.asked()), by_mode)
+    if by_mode and bench.switches.measured:
+        found = modes.by_mode(bench.switches.measured, modes.prompts_as(bench.suite.asked()), by_mode)
         acceptance["by_mode"] = {**found, "seconds": bench.speculative.get("by_mode_seconds", 0.0)}
     return {"start_seconds": bench.speculative["start_seconds"], "manifest": bench.speculative["manifest"],
             "acceptance": acceptance}  # fmt: skip

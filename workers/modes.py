@@ -1,6 +1,7 @@
-"""Acceptance by the chat template's thinking switch (issue 53): the run's prompts rendered with the switch on and
-with it off, asked of the speculative engine the acceptance stage already holds (no engine of its own), and the two
-modes' AL set side by side, each with its interval over prompts, and their difference paired per prompt.
+"""Acceptance by the chat template's modes: its thinking switch on and off (issue 53), or gpt-oss's reasoning effort
+at low, medium and high (issue 60). The run's prompts are rendered in each mode and asked of the speculative engine
+the acceptance stage already holds (no engine of its own); the modes' AL are set side by side, each with its interval
+over prompts, and the first mode's less the last's is paired per prompt.
 
 A bundled suite's prompts are plain text: each is asked as the user's one message. A workload's chat requests keep
 their own messages and switches, the thinking switch set each way over them.
@@ -14,21 +15,26 @@ from collections.abc import Callable, Mapping, Sequence
 from kernel.errors import UserError
 from kernel.result import AtMode, ByMode, FiguresMode, ModeDifference
 from kernel.traffic import ChatTemplate, Request, render
-from kernel.traffic.templates import with_switch
+from kernel.traffic.templates import MODE_SWITCHES, ModeValue, with_switch
 from workers import metrics, prompt_intervals
 from workers.engines.base import SpecCounters
 from workers.suites import tokenize
 from workers.workbench import Counted, Workbench
 
-MODES = {"thinking on": True, "thinking off": False}
 Batches = dict[str, list[list[int]]]  # token ids by category, in the suite's order
 Tokenize = Callable[[str], list[int]]
 
 
+def modes_of(switch: str) -> dict[str, ModeValue]:
+    """The switch's modes, in order, with the value each sets."""
+    return dict(MODE_SWITCHES[switch])
+
+
 def rendered(asked: Sequence[Request], template: ChatTemplate, switch: str, encode: Tokenize, room: int) -> dict[str, Batches]:
-    """Each mode's prompts as token ids by category, the same prompts in the same order in both: a prompt that does
-    not fit the context (`room` tokens) in either mode is left out of both."""
-    ids = {mode: [encode(render(with_switch(r, switch, on), template)) for r in asked] for mode, on in MODES.items()}
+    """Each mode's prompts as token ids by category, the same prompts in the same order in every mode: a prompt that
+    does not fit the context (`room` tokens) in any mode is left out of all."""
+    ids = {mode: [encode(render(with_switch(r, switch, value), template)) for r in asked] for mode, value in
+           modes_of(switch).items()}  # fmt: skip
     fits = [all(len(found[i]) <= room for found in ids.values()) for i in range(len(asked))]
     found: dict[str, Batches] = {}
     for mode, prompts in ids.items():
@@ -41,9 +47,9 @@ def rendered(asked: Sequence[Request], template: ChatTemplate, switch: str, enco
 
 
 def measured(bench: Workbench, count: Callable[[Batches], Counted]) -> dict[str, Counted]:
-    """Where the verifier's chat template takes a thinking switch: `count` (greedy, on the acceptance stage's engine)
-    over the run's prompts rendered with it on and with it off; nothing where it takes none."""
-    switch = bench.switches.thinking
+    """Where the verifier's chat template takes a switch measured by mode: `count` (greedy, on the acceptance stage's
+    engine) over the run's prompts rendered in each mode; nothing where it takes none."""
+    switch = bench.switches.measured
     if switch is None or bench.template is None:
         return {}
     room = bench.spec.plan.max_model_len - bench.suite.max_tokens
@@ -59,16 +65,18 @@ def measured(bench: Workbench, count: Callable[[Batches], Counted]) -> dict[str,
 
 
 def by_mode(switch: str, prompts_as: str, runs: Mapping[str, tuple[SpecCounters, Sequence[SpecCounters] | None]]) -> ByMode:
-    """Each mode's AL with its interval over prompts, and the first mode's less the second's, paired per prompt."""
-    rows = [_row(mode, switch, *runs[mode]) for mode in MODES]
-    return {"switch": switch, "prompts_as": prompts_as, "modes": rows, "difference": difference(list(MODES), runs)}
+    """Each mode's AL with its interval over prompts, and the first mode's less the last's, paired per prompt."""
+    modes = modes_of(switch)
+    rows = [_row(mode, {switch: value}, *runs[mode]) for mode, value in modes.items()]
+    compared = [next(iter(modes)), list(modes)[-1]]
+    return {"switch": switch, "prompts_as": prompts_as, "modes": rows, "difference": difference(compared, runs)}
 
 
-def _row(mode: str, switch: str, counters: SpecCounters, prompts: Sequence[SpecCounters] | None) -> AtMode:
+def _row(mode: str, kwargs: dict[str, ModeValue], counters: SpecCounters, prompts: Sequence[SpecCounters] | None) -> AtMode:
     figures = metrics.acceptance(counters, prompts)
     row: AtMode = {
         "mode": mode,
-        "chat_template_kwargs": {switch: MODES[mode]},
+        "chat_template_kwargs": kwargs,
         "mean_acceptance_length": figures["mean_acceptance_length"],
         "per_position": figures["per_position"],
         "drafts": counters.drafts,

@@ -1,8 +1,14 @@
-"""The toy zoo's good pairs, each with the one verifier; the demo and the benchmarks use them."""
+"""The toy zoo's good pairs, each with its verifier; the demo and the benchmarks use them.
+
+The order is the demo's: one pair of each family first (issue 60), so a newcomer sees every family certified early,
+then the Llama toy's other pairs.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+VERIFIER = "llama-verifier"
 
 
 @dataclass(frozen=True)
@@ -10,11 +16,15 @@ class ZooPair:
     draft: str | None
     method: str
     options: dict[str, object] = field(default_factory=dict)
+    verifier: str = VERIFIER
 
 
-VERIFIER = "llama-verifier"
+# Each family's verifier and its EAGLE-3 head (zoo/families.py), by family.
+FAMILY_VERIFIERS = {"llama": VERIFIER, "qwen3": "qwen3-verifier", "gpt-oss": "gpt-oss-verifier", "gemma4": "gemma4-verifier"}
+FAMILY_HEADS = {"qwen3": "qwen3-eagle3-head", "gpt-oss": "gpt-oss-eagle3-head", "gemma4": "gemma4-eagle3-head"}
 ZOO_PAIRS = [
     ZooPair("llama-draft-1l", "draft_model"),
+    *(ZooPair(head, "eagle3", verifier=FAMILY_VERIFIERS[family]) for family, head in FAMILY_HEADS.items()),
     ZooPair("eagle3-head", "eagle3"),
     ZooPair("eagle3-head-reduced", "eagle3"),
     ZooPair(VERIFIER, "draft_model"),  # the self-draft, a sanity check

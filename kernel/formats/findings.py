@@ -35,6 +35,20 @@ HINTS: dict[str, str] = {
     "gate:verifier-name-mismatch": "Pair the draft with the verifier its config names, or fix name_or_path.",
     "gate:verifier-architectures-empty": "List the verifier's architectures in speculators_config.verifier.architectures.",
     "gate:verifier-architectures-mismatch": "The draft was built for another architecture; train it against this verifier.",
+    # family (issue 60)
+    "gate:family-named": "",
+    "gate:family-no-eagle3": "Serve this verifier with a draft_model or n-gram draft, or move to a vLLM whose class for it "
+    "implements SupportsEagle3.",
+    "gate:family-layer-types": "Give layer_types one entry per layer, each 'sliding_attention' or 'full_attention', as "
+    "the family's published config does.",
+    "gate:family-sliding-window": "Set sliding_window to the window, in tokens, that the sliding layers attend over.",
+    "gate:family-sliding-window-layers": "",
+    "gate:family-cpu-unloadable": "Certify it on a GPU worker, or publish the text-only checkpoint (Gemma4ForCausalLM).",
+    "gate:family-attention-sinks": "",
+    "gate:family-softcap": "",
+    "gate:family-assistant-verifier": "Pair a Gemma 4 assistant with the Gemma 4 verifier it was trained for.",
+    "gate:family-assistant-backbone": "Pair the assistant with the verifier whose hidden size is its backbone_hidden_size.",
+    "gate:family-assistant-vocab": "The assistant must share the verifier's vocabulary; pair it with its own verifier.",
     # tokenizer
     "gate:tokenizer-content": "Draft and verifier must share one tokenizer token for token; retrain with the verifier's.",
     "gate:tokenizer-special-ids": "Use the verifier's bos, eos and pad token ids in the draft's config.",
@@ -71,6 +85,7 @@ HINTS: dict[str, str] = {
     "gate:k-trained": "",
     # the verifier's chat template (kernel/formats/chat_template.py)
     "gate:template-thinking": "",
+    "gate:template-effort": "",
     "gate:template-switches": "",
     "gate:template-unreadable": "Fix the chat template in tokenizer_config.json: Jinja must parse it for it to render.",
     # quantization (kernel/formats/quantization.py)

@@ -66,6 +66,9 @@ def _probes() -> Iterator[_Probe]:
         yield _Probe(f"eagle_wrapper:{method}", f"legacy eagle wrapper ({method})",
                      {"model_type": "eagle", "method": method, "model": model}, tensors=("fc.weight",))  # fmt: skip
     yield _Probe("draft_model", "draft_model", {**LAYER, "architectures": ["LlamaForCausalLM"]})
+    for model_type in sorted(vllm_support.GEMMA4_ASSISTANT_TYPES):
+        yield _Probe(f"gemma4_assistant:{model_type}", f"Gemma 4 assistant ({model_type})",
+                     {"model_type": model_type, "backbone_hidden_size": 64, "text_config": LAYER})  # fmt: skip
     yield _Probe("medusa", "Medusa", {"model_type": "medusa", "num_heads": 4, "hidden_size": 64, "vocab_size": 256})
     yield _Probe("mlp_speculator", "MLP speculator",
                  {"model_type": "mlp_speculator", "n_predict": 4, "emb_dim": 64, "vocab_size": 256})  # fmt: skip
@@ -108,6 +111,8 @@ def key_of(*, kind: str, algorithm: str | None, architectures: Sequence[str] | N
         return f"eagle_wrapper:{algorithm}"
     if kind == "causal_lm":
         return "draft_model"
+    if kind == "gemma4_assistant":
+        return f"gemma4_assistant:{algorithm}"
     if kind in ("medusa", "mlp_speculator"):
         return kind
     return method if kind == "none" else ""

@@ -13,7 +13,12 @@ from typing import Required, TypedDict, TypeVar
 
 from kernel.formats.fields import Fields, Geometry, brief, read_geometry
 from kernel.formats.findings import Finding, error
-from kernel.formats.vllm_support import EAGLE3_ARCHITECTURES, EAGLE_WRAPPER_METHODS, SPECULATORS_METHOD
+from kernel.formats.vllm_support import (
+    EAGLE3_ARCHITECTURES,
+    EAGLE_WRAPPER_METHODS,
+    GEMMA4_ASSISTANT_TYPES,
+    SPECULATORS_METHOD,
+)
 
 
 class Proposals(TypedDict, total=False):
@@ -85,7 +90,8 @@ class DraftFormat:
     """A draft described: which format, how vLLM serves it, and what it was built for.
 
     kind is one of speculators, eagle3 (the raw EAGLE-3 format), eagle_wrapper (vLLM's legacy `model_type: eagle`
-    wrapper), eagle1 (an EAGLE-1 head declaring its base architecture, known by its `fc` tensor), causal_lm, medusa,
+    wrapper), gemma4_assistant (Gemma 4's MTP drafter),
+    eagle1 (an EAGLE-1 head declaring its base architecture, known by its `fc` tensor), causal_lm, medusa,
     mlp_speculator, none (no draft repo: ngram/suffix) or unreadable. `method` is None when the format names
     no method the pinned vLLM knows.
     """
@@ -160,6 +166,8 @@ def describe_draft(config: object, *, tensors: Collection[str] = (), unreadable:
         described = _head(fields, config["model_type"])
     elif config.get("model_type") == "eagle":
         described = _eagle_wrapper(fields)
+    elif config.get("model_type") in GEMMA4_ASSISTANT_TYPES:
+        described = _gemma4_assistant(fields)
     elif isinstance(config.get("architectures"), list) and EAGLE3_ARCHITECTURES & set(map(str, config["architectures"])):
         described = _raw_eagle3(fields)
     elif EAGLE1_FC in tensors:
@@ -283,6 +291,26 @@ def _causal_lm(fields: Fields) -> Described:
     architectures = fields.texts("architectures", required=True)
     return {"kind": "causal_lm", "method": "draft_model", "algorithm": "draft_model", "architectures": architectures,
             "geometry": geometry}  # fmt: skip
+
+
+def _gemma4_assistant(fields: Fields) -> Described:
+    """Gemma 4's MTP assistant (Google's `gemma4_assistant` layout): a small decoder over the verifier's last hidden
+    state and KV cache; `backbone_hidden_size` is the verifier's hidden size, which vLLM's gemma4_mtp projects from."""
+    model_type = fields.text("model_type")
+    text = fields.mapping("text_config", required=True)
+    for key in ("use_ordered_embeddings", "tie_word_embeddings"):
+        fields.flag(key)
+    for key in ("num_centroids", "centroid_intermediate_top_k", "dtype", "torch_dtype"):
+        fields.read.add(key)
+    return {
+        "kind": "gemma4_assistant",
+        "method": "mtp",
+        "algorithm": model_type,  # gemma4_assistant or gemma4_unified_assistant; vLLM builds gemma4_mtp from either
+        "architectures": fields.texts("architectures"),
+        "geometry": read_geometry(text, frozenset({"hidden_size", "vocab_size"})) if text else Geometry(),
+        "target_hidden_size": fields.integer("backbone_hidden_size", required=True, minimum=1),
+        "n_predict": 1,
+    }
 
 
 # The tensor that makes a one-layer causal LM an EAGLE-1 head: the projection of [embedding, verifier hidden state].

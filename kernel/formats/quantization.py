@@ -44,6 +44,10 @@ QUANTIZATION_SERVED: dict[str, str] = {
 QUANTIZATION_REFUSED: dict[str, str] = {
     "torchao": 'the build ships no torchao, and vLLM stops loading with "ImportError: Please install torchao>=0.10.0 via '
     '`pip install torchao>=0.10.0` to use torchao quantization."',
+    # gpt-oss as OpenAI publishes it (issue 60): the toy gpt-oss verifier's experts in MXFP4 (zoo/quantized.py).
+    "mxfp4": 'vLLM stops loading with "NotImplementedError: No MXFP4 MoE backend supports the deployment configuration. '
+    'weight_key=kMxfp4Static, activation_key=None" (of its candidates, CPU says "kernel does not support current device '
+    'cpu" and EMULATION "kernel requires amd-quark package"); the same model in bf16 is served',
 }
 UNMEASURED = "SpecHub certifies the schemes it has seen this build load, and it has not seen this one load"
 

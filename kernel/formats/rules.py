@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from kernel.formats.chat_template import template_rule
+from kernel.formats.families import family_rule
 from kernel.formats.fields import brief
 from kernel.formats.findings import Finding, error, info, warning
 from kernel.formats.inputs import GateInput, RepoMetadata, TensorData, is_repo_id, tokenizer_hash
@@ -350,4 +351,4 @@ def k_rule(ctx: Context) -> Iterator[Finding]:
 
 
 RULES: list[Rule] = [format_rule, verifier_rule, tokenizer_rule, mapping_rule, geometry_rule, safety_rule, k_rule, lossless_rule,
-                     options_rule, template_rule, quantization_rule]  # fmt: skip
+                     options_rule, template_rule, quantization_rule, family_rule]  # fmt: skip

@@ -61,6 +61,7 @@ CAUSAL_LM_ARCHITECTURES = frozenset(
         "Qwen3MoeForCausalLM",
         "Gemma2ForCausalLM",
         "Gemma3ForCausalLM",
+        "Gemma4ForCausalLM",
         "GptOssForCausalLM",
         "Phi3ForCausalLM",
         "GraniteForCausalLM",
@@ -72,6 +73,44 @@ CAUSAL_LM_ARCHITECTURES = frozenset(
         "MedusaModel",
     }
 )
+
+# The families SpecHub names, by the architecture a verifier's config.json declares (issue 60). Speculators ships
+# drafts for the first four; the rest are families whose verifiers vLLM serves.
+FAMILIES: dict[str, str] = {
+    "LlamaForCausalLM": "llama",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3",
+    "GptOssForCausalLM": "gpt-oss",
+    "Gemma4ForCausalLM": "gemma4",
+    "Gemma4ForConditionalGeneration": "gemma4",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Gemma3ForCausalLM": "gemma3",
+    "Gemma2ForCausalLM": "gemma2",
+    "Phi3ForCausalLM": "phi3",
+    "GraniteForCausalLM": "granite",
+    "OlmoForCausalLM": "olmo",
+}
+FAMILY_TITLES = {"llama": "Llama", "qwen3": "Qwen3", "gpt-oss": "gpt-oss", "gemma4": "Gemma 4"}
+# Verifier architectures whose vLLM class implements SupportsEagle3 in this build: it hands an EAGLE-3 head the hidden
+# states of the aux layers (vllm.model_executor.models.interfaces.supports_eagle3; the test checks every entry).
+EAGLE3_VERIFIER_ARCHITECTURES = frozenset({
+    "LlamaForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GptOssForCausalLM", "Gemma4ForCausalLM",
+    "MistralForCausalLM", "Qwen2ForCausalLM", "Phi3ForCausalLM", "GraniteForCausalLM", "OlmoForCausalLM",
+    "Gemma4ForConditionalGeneration",
+})  # fmt: skip
+# Verifier architectures vLLM registers whose class the CPU workers' install cannot import, in its own words.
+# Gemma 4 as Google publishes it (multimodal) imports transformers' Gemma4Processor, which needs torchvision; the CPU
+# install removes torchvision (PyPI's is a CUDA build that breaks torch+cpu; scripts/bootstrap.sh).
+UNLOADABLE_ON_CPU: dict[str, str] = {
+    "Gemma4ForConditionalGeneration": "ModuleNotFoundError: Could not import module 'Gemma4Processor' (No module named "
+    "'torchvision')",
+}
+# Gemma 4's MTP assistant drafter: the model types vLLM's SpeculativeConfig renames to "gemma4_mtp" and serves with
+# "method": "mtp" (its own name for "gemma4_mtp", which it calls deprecated; vllm/config/speculative.py), and the
+# verifier architectures whose KV cache the assistant reads.
+GEMMA4_ASSISTANT_TYPES = frozenset({"gemma4_assistant", "gemma4_unified_assistant"})
+GEMMA4_ASSISTANT_VERIFIERS = frozenset({"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"})
 
 # vLLM has no upper bound; beyond this acceptance at the tail is ~0 and the cost only grows.
 MAX_SPECULATIVE_TOKENS = 16

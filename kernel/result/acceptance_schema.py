@@ -47,10 +47,10 @@ class AtTemperature(TypedDict):
 
 
 class AtMode(TypedDict):
-    """Acceptance on the same prompts rendered with the chat template's thinking switch set one way (issue 53)."""
+    """Acceptance on the same prompts rendered with the chat template's switch set one way (issue 53, issue 60)."""
 
-    mode: str  # "thinking on" or "thinking off"
-    chat_template_kwargs: dict[str, bool]  # the switch as vLLM's chat API takes it: {"enable_thinking": false}
+    mode: str  # "thinking on"/"thinking off", or "effort low"/"effort medium"/"effort high"
+    chat_template_kwargs: dict[str, bool | str]  # as vLLM's chat API takes it: {"enable_thinking": false}
     mean_acceptance_length: float | None
     mean_acceptance_length_interval: NotRequired[list[float]]  # as Acceptance's
     prompts: NotRequired[int]
@@ -60,9 +60,9 @@ class AtMode(TypedDict):
 
 
 class ModeDifference(TypedDict):
-    """How far apart the two modes' AL are: the first mode's less the second's, paired per prompt."""
+    """How far apart two modes' AL are: the first mode's less the last's, paired per prompt."""
 
-    of: list[str]  # the two modes, as AtMode names them: [first, second]
+    of: list[str]  # the two modes, as AtMode names them: [first, last]
     mean_acceptance_length: float | None  # AL(first) - AL(second)
     interval: NotRequired[list[float]]  # 95 %, paired over prompts (prompt_intervals.difference_interval); absent below 8
     prompts: int
@@ -70,11 +70,11 @@ class ModeDifference(TypedDict):
 
 
 class ByMode(TypedDict):
-    """Acceptance with the verifier's chat template's thinking switch on and off, the same prompts, one engine."""
+    """Acceptance in each mode of the verifier's chat template's switch, the same prompts, one engine."""
 
-    switch: str  # the template's variable, e.g. "enable_thinking"
+    switch: str  # the template's variable, e.g. "enable_thinking" or "reasoning_effort"
     prompts_as: str  # how the prompts were asked: each the user's one message, or the workload's own chats
-    modes: list[AtMode]  # on, then off
+    modes: list[AtMode]  # on, then off; or low, medium, high
     difference: ModeDifference
     seconds: NotRequired[float]  # the two passes, on the engine the acceptance stage had loaded
 

@@ -90,6 +90,15 @@ RENDERER_VARIABLES = frozenset({
 # The switches that turn a model's thinking on and off (Qwen3's and its kin's `enable_thinking`, DeepSeek-V3.1's
 # `thinking`), as the chat template names them; a boolean, on unless the request says otherwise.
 THINKING_SWITCHES = ("enable_thinking", "thinking")
+# The switches a certification measures acceptance by (issue 53, issue 60), each with its modes in the order the page
+# shows them and the value each sets: the thinking switches, and gpt-oss's harmony `reasoning_effort`. The first
+# mode's AL less the last's is the paired difference published.
+ModeValue = bool | str
+MODE_SWITCHES: dict[str, tuple[tuple[str, ModeValue], ...]] = {
+    "enable_thinking": (("thinking on", True), ("thinking off", False)),
+    "thinking": (("thinking on", True), ("thinking off", False)),
+    "reasoning_effort": (("effort low", "low"), ("effort medium", "medium"), ("effort high", "high")),
+}
 MAX_TEMPLATE_CHARS = 200_000
 
 
@@ -100,6 +109,11 @@ class Switches:
     names: tuple[str, ...] = ()
     thinking: str | None = None
     problem: str | None = None  # why the template could not be read: it is then treated as taking none
+
+    @property
+    def measured(self) -> str | None:
+        """The switch acceptance is measured by: a thinking switch, else a reasoning effort; None if it takes neither."""
+        return next((name for name in MODE_SWITCHES if name in self.names), None)
 
 
 def switches(template: ChatTemplate | None) -> Switches:
@@ -119,11 +133,11 @@ def switches(template: ChatTemplate | None) -> Switches:
     return Switches(names, next((name for name in THINKING_SWITCHES if name in names), None))
 
 
-def with_switch(request: Request, switch: str, on: bool) -> Request:
+def with_switch(request: Request, switch: str, value: ModeValue) -> Request:
     """`request` as a chat, asked with the template's `switch` set: a plain prompt becomes the user's one message."""
     messages = request.messages if request.messages is not None else (("user", request.prompt or ""),)
     return replace(request, prompt=None, messages=messages, chat_template_kwargs={**(request.chat_template_kwargs or {}),
-                   switch: on}, text=None, tokens=None)  # fmt: skip
+                   switch: value}, text=None, tokens=None)  # fmt: skip
 
 
 def _raise_exception(message: str) -> None:

@@ -52,10 +52,28 @@ class FormatRowOut(TypedDict):
     cells: list[Cell]  # one per build, in `builds` order
 
 
+class FamilyCell(TypedDict):
+    pairs: int  # the family's pairs certified on the build
+    formats: list[str]  # the format rows they are in
+
+
+class FamilyRow(TypedDict):
+    """One family (issue 60): the verifier architectures it names, whether the gate's build feeds EAGLE-3 heads from
+    them, and its certified pairs on each build."""
+
+    family: str
+    title: str
+    architectures: list[str]
+    eagle3: list[str]  # the architectures whose vLLM class gives an EAGLE-3 head its aux states
+    cpu_unloadable: dict[str, str]  # architecture: the CPU install's own words
+    cells: list[FamilyCell]  # one per build, in `builds` order
+
+
 class FormatMatrix(TypedDict):
     gate_build: str  # the vLLM build the gate's tables describe
     builds: list[Build]
     rows: list[FormatRowOut]
+    families: list[FamilyRow]
 
 
 @dataclass
@@ -63,6 +81,7 @@ class _Outcomes:
     """What really happened on one build, by format row."""
 
     certified: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    by_family: dict[str, dict[int, str]] = field(default_factory=lambda: defaultdict(dict))  # family: {pair: format row}
     failures: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     controls: list[q.Control] = field(default_factory=list)
 
@@ -76,7 +95,24 @@ def format_matrix() -> FormatMatrix:
         {"key": row.key, "label": row.label, "method": row.method, "cells": [_cell(row, found) for found in outcomes]}
         for row in matrix.rows()
     ]
-    return {"gate_build": vllm_support.VLLM_VERSION, "builds": builds, "rows": rows}
+    return {"gate_build": vllm_support.VLLM_VERSION, "builds": builds, "rows": rows, "families": _families(outcomes)}
+
+
+def _families(outcomes: list[_Outcomes]) -> list[FamilyRow]:
+    """The families Speculators ships drafts for, each against every build."""
+    found: list[FamilyRow] = []
+    for family, title in vllm_support.FAMILY_TITLES.items():
+        architectures = sorted(a for a, named in vllm_support.FAMILIES.items() if named == family)
+        cells: list[FamilyCell] = [
+            {"pairs": len(o.by_family[family]), "formats": sorted(set(o.by_family[family].values()))} for o in outcomes
+        ]
+        found.append({
+            "family": family, "title": title, "architectures": architectures,
+            "eagle3": [a for a in architectures if a in vllm_support.EAGLE3_VERIFIER_ARCHITECTURES],
+            "cpu_unloadable": {a: words for a, words in vllm_support.UNLOADABLE_ON_CPU.items() if a in architectures},
+            "cells": cells,
+        })  # fmt: skip
+    return found
 
 
 def _build(row: EngineQualification) -> Build:
@@ -94,8 +130,10 @@ def _outcomes(row: EngineQualification) -> _Outcomes:
                 "worker__isnull": True, "workload__isnull": True}  # fmt: skip
     certificates = Certificate.objects.filter(verdict="certified", revoked_at__isnull=True,
                                               **{f"run__{key}": value for key, value in on_build.items()})  # fmt: skip
-    for pair_id, metadata, method in certificates.values_list("pair_id", "pair__format_metadata", "pair__method"):
+    certified = certificates.values_list("pair_id", "pair__format_metadata", "pair__method", "pair__verifier__family")
+    for pair_id, metadata, method, family in certified:
         found.certified[_key(metadata, method)].add(pair_id)
+        found.by_family[family][pair_id] = _key(metadata, method)
     failed = CertificationRun.objects.filter(state__in=[RunState.FAILED_USER, RunState.FAILED_INFRA], **on_build)
     faulted = Q(error_code__startswith=ENGINE_FAULTS[0]) | Q(error_code__startswith=ENGINE_FAULTS[1])
     ended = failed.filter(faulted).order_by("-finished_at", "-id")

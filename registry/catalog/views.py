@@ -114,5 +114,4 @@ def matrix(request: HttpRequest) -> HttpResponse:
 def formats(request: HttpRequest) -> HttpResponse:
     """Each draft format against each qualified engine build (registry/catalog/formats.py)."""
     table = format_matrix()
-    return render(request, "registry/formats.html", {"builds": table["builds"], "rows": table["rows"],
-                                                     "gate_build": table["gate_build"]})  # fmt: skip
+    return render(request, "registry/formats.html", {**table})

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from kernel.builds import installed_engine_build
 from kernel.formats import Report, tokenizer_hash
+from kernel.formats.families import family_of
 from kernel.repos import LocalRepo, gate_check
 from registry.catalog.gate import pair_judgement_store
 from registry.catalog.services import hub_model_get_or_create, pair_get_or_create
@@ -23,13 +24,14 @@ from registry.runs.qualifications import build_qualify_here
 from registry.runs.services import run_create
 from zoo import ORG
 from zoo.localhub import build_mirrors, git_sha
-from zoo.pairs import ZOO_PAIRS
+from zoo.pairs import FAMILY_HEADS, FAMILY_VERIFIERS, ZOO_PAIRS
 
 ROLES = {
-    "llama-verifier": Role.VERIFIER,
+    **{verifier: Role.VERIFIER for verifier in FAMILY_VERIFIERS.values()},
     "llama-draft-1l": Role.DRAFT,
     "eagle3-head": Role.SPECULATOR,
     "eagle3-head-reduced": Role.SPECULATOR,
+    **{head: Role.SPECULATOR for head in FAMILY_HEADS.values()},
 }
 
 
@@ -48,19 +50,26 @@ def _license(card: Path) -> str:
     return ""
 
 
-def _zoo_model(repo: Path, sha: str, verifier_tokenizer: str) -> HubModel:
+def _tokenizer_hash(repo: Path) -> str:
+    return tokenizer_hash(json.loads((repo / "tokenizer.json").read_text()))
+
+
+def _zoo_model(repo: Path, sha: str, verifier: Path) -> HubModel:
+    """A zoo repo as the catalog holds it; a head without a tokenizer has its verifier's, and every model its
+    verifier's family (a draft is listed under the family it drafts for)."""
     config = json.loads((repo / "config.json").read_text())
     tokenizer = repo / "tokenizer.json"
+    verifier_config = json.loads((verifier / "config.json").read_text())
     model, _ = hub_model_get_or_create(
         repo_id=f"{ORG}/{repo.name}",
         sha=sha,
         role=ROLES[repo.name],
         architecture=config.get("architectures", [""])[0],
-        family="toy-llama",
+        family=family_of(verifier_config.get("architectures")) or "",
         parameter_count=_parameter_count(repo / "model.safetensors"),
         dtype=config.get("dtype", ""),
         license=_license(repo / "README.md"),
-        tokenizer_hash=tokenizer_hash(json.loads(tokenizer.read_text())) if tokenizer.exists() else verifier_tokenizer,
+        tokenizer_hash=_tokenizer_hash(repo if tokenizer.exists() else verifier),
         config=config,
     )
     return model
@@ -79,13 +88,13 @@ def demo_catalog_load(*, zoo_dir: Path) -> list[Pair]:
     """Register the zoo's models, pinned to the commits the local Hub serves, and its pairs."""
     shas = _mirror_shas(zoo_dir)
     org = zoo_dir / ORG
-    verifier_tokenizer = tokenizer_hash(json.loads((org / "llama-verifier" / "tokenizer.json").read_text()))
+    verifier_of = {pair.draft: pair.verifier for pair in ZOO_PAIRS if pair.draft} | {v: v for v in FAMILY_VERIFIERS.values()}
     with transaction.atomic():
-        models = {name: _zoo_model(org / name, shas[name], verifier_tokenizer) for name in ROLES}
+        models = {name: _zoo_model(org / name, shas[name], org / verifier_of[name]) for name in ROLES}
         pairs = []
         for zoo_pair in ZOO_PAIRS:
             pair, _ = pair_get_or_create(
-                verifier=models["llama-verifier"],
+                verifier=models[zoo_pair.verifier],
                 draft=models[zoo_pair.draft] if zoo_pair.draft else None,
                 method=zoo_pair.method,
                 num_speculative_tokens=4,

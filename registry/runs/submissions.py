@@ -8,6 +8,7 @@ from django.db import transaction
 
 from kernel.errors import UserError
 from kernel.formats import Report, describe_draft
+from kernel.formats.families import family_of
 from kernel.formats.inputs import is_repo_id
 from kernel.hub import HubClient
 from kernel.repos import HubRepo, gate_check
@@ -61,7 +62,8 @@ def submission_create(
         return _refuse(submission, report.errors[0].code, report.errors[0].message)
     with transaction.atomic():
         within_submission_quota(user)
-        return _register(submission, report, draft.revision, verifier.revision, hardware if certify else None)
+        family = family_of(_architectures(verifier.metadata().config)) or ""
+        return _register(submission, report, draft.revision, verifier.revision, hardware if certify else None, family)
 
 
 class SubmissionQuotaExceeded(Exception):
@@ -103,11 +105,15 @@ def _named_verifier(draft: HubRepo) -> str:
     return named
 
 
-def _register(submission: Submission, report: Report, draft_sha: str, verifier_sha: str, hardware: str | None) -> Submission:
-    """Store the pair; queue its certification on `hardware` (None: listed as gate-passed, not yet measured)."""
-    verifier = _pinned(submission.verifier_repo_id, verifier_sha, Role.VERIFIER, report)
+def _register(
+    submission: Submission, report: Report, draft_sha: str, verifier_sha: str, hardware: str | None, family: str
+) -> Submission:
+    """Store the pair; queue its certification on `hardware` (None: listed as gate-passed, not yet measured).
+
+    Both models carry the verifier's family: a draft is listed under the family it drafts for."""
+    verifier = _pinned(submission.verifier_repo_id, verifier_sha, Role.VERIFIER, report, family)
     role = Role.SPECULATOR if report.format.kind == "speculators" else Role.DRAFT
-    draft = _pinned(submission.repo_id, draft_sha, role, report)
+    draft = _pinned(submission.repo_id, draft_sha, role, report, family)
     pair, created = pair_get_or_create(
         verifier=verifier, draft=draft, method=report.method or "draft_model", num_speculative_tokens=report.k
     )
@@ -126,7 +132,13 @@ def _register(submission: Submission, report: Report, draft_sha: str, verifier_s
     return submission
 
 
-def _pinned(repo_id: str, sha: str, role: str, report: Report) -> HubModel:
+def _architectures(config: object) -> tuple[str, ...]:
+    found = config.get("architectures") if isinstance(config, dict) else None
+    return tuple(a for a in found if isinstance(a, str)) if isinstance(found, list) else ()
+
+
+def _pinned(repo_id: str, sha: str, role: str, report: Report, family: str) -> HubModel:
     architectures = report.format.architectures if role != Role.VERIFIER else None
-    model, _ = hub_model_get_or_create(repo_id=repo_id, sha=sha, role=role, architecture=(architectures or ("",))[0])
+    architecture = (architectures or ("",))[0][:100]
+    model, _ = hub_model_get_or_create(repo_id=repo_id, sha=sha, role=role, architecture=architecture, family=family)
     return model

@@ -181,3 +181,25 @@ def test_a_format_added_to_the_gates_table_gets_its_row(monkeypatch: pytest.Monk
     assert set(rows) - before == {"speculators:eagle4"}
     assert rows["speculators:eagle4"]["cells"][0]["state"] == "loads" and rows["speculators:eagle4"]["method"] == "eagle3"
     assert b"speculators eagle4" in Client().get("/formats/").content
+
+
+@pytest.mark.django_db
+def test_the_format_matrix_shows_each_family_certified_on_each_build_and_the_gemma_4_assistant_row():
+    """Issue 60: a row per family Speculators ships drafts for, its certified pairs by format on each build."""
+    for family in ("qwen3", "qwen3", "gpt-oss"):
+        pair = PairFactory.create(method="eagle3", format_metadata={"kind": "speculators", "algorithm": "eagle3"})
+        pair.verifier.family = family
+        pair.verifier.save()
+        finish_run(pair)
+    qualification_record(document=dict(record()), rejudge=False)
+    answer = Client().get("/api/v1/formats/").json()
+    families = {row["family"]: row for row in answer["families"]}
+    assert list(families) == ["llama", "qwen3", "gpt-oss", "gemma4"]
+    assert families["qwen3"]["cells"] == [{"pairs": 2, "formats": ["speculators:eagle3"]}]
+    assert families["gpt-oss"]["cells"][0]["pairs"] == 1 and families["gemma4"]["cells"][0]["pairs"] == 0
+    assert "GptOssForCausalLM" in families["gpt-oss"]["eagle3"]
+    assert "Gemma4Processor" in families["gemma4"]["cpu_unloadable"]["Gemma4ForConditionalGeneration"]
+    rows = {row["key"]: row for row in answer["rows"]}
+    assert rows["gemma4_assistant:gemma4_assistant"]["method"] == "mtp"
+    page = Client().get("/formats/").content.decode()
+    assert 'id="family-gpt-oss"' in page and "certified (2)" in page and "Gemma 4 assistant (gemma4_assistant)" in page

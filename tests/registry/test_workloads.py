@@ -361,7 +361,8 @@ def _shows_acceptance_by_thinking_mode(measured, owner):
     counted = (sum(prompts, SpecCounters()), prompts)
     assert run.result is not None
     acceptance = run.result["stages"]["speculative"]["acceptance"]
-    acceptance["by_mode"] = modes.by_mode("enable_thinking", "each request's own messages", dict.fromkeys(modes.MODES, counted))
+    both = dict.fromkeys(modes.modes_of("enable_thinking"), counted)
+    acceptance["by_mode"] = modes.by_mode("enable_thinking", "each request's own messages", both)
     acceptance["mode"] = {"rendered": "chat template", "chat_template_kwargs": {"enable_thinking": False}}
     run.save(update_fields=["result"])
     page = client_of(owner).get(f"/workloads/{workload['id']}/?concurrency=1").content.decode()

@@ -144,3 +144,30 @@ def test_the_acceptance_stage_asks_the_suite_twice_more_on_its_own_engine_with_t
                                   "{% if enable_thinking %}{% endif %}")  # fmt: skip
     bench.switches = switches(bench.template)
     assert certification._modes(engine, bench) == {}  # type: ignore[arg-type]  # refused as chats: the run goes on
+
+
+def test_a_reasoning_effort_is_measured_at_each_level_and_low_is_set_against_high():
+    """gpt-oss's harmony template (issue 60): three modes, each its own row; the difference pairs the extremes."""
+    runs = {"effort low": counted(10, 14), "effort medium": counted(10, 11), "effort high": counted(10, 8)}
+    found = modes.by_mode("reasoning_effort", "as asked", runs)
+    assert [(r["mode"], r["chat_template_kwargs"]) for r in found["modes"]] == [
+        ("effort low", {"reasoning_effort": "low"}),
+        ("effort medium", {"reasoning_effort": "medium"}),
+        ("effort high", {"reasoning_effort": "high"}),
+    ]
+    apart = found["difference"]
+    centre = apart["mean_acceptance_length"]
+    assert apart["of"] == ["effort low", "effort high"] and centre is not None and 0 < apart["interval"][0] <= centre
+
+
+def test_the_gpt_oss_toys_template_is_measured_by_its_reasoning_effort_rendered_in_each_level():
+    from zoo.families import BY_NAME
+
+    template = ChatTemplate(BY_NAME["gpt-oss"].chat_template, bos_token="<|bos|>")
+    assert switches(template).measured == "reasoning_effort" and switches(template).thinking is None
+    found = modes.rendered([Request(0, "qa", prompt="Q: 1 + 1?")], template, "reasoning_effort", lambda t: [0] * len(t), 10**6)
+    assert list(found) == ["effort low", "effort medium", "effort high"]
+    lengths = [len(found[mode]["qa"][0]) for mode in found]
+    assert lengths[1] - lengths[0] == len("medium") - len("low") and lengths[2] - lengths[0] == len("high") - len("low")
+    qwen3 = ChatTemplate(BY_NAME["qwen3"].chat_template)
+    assert switches(qwen3).measured == switches(qwen3).thinking == "enable_thinking"

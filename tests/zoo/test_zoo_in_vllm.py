@@ -37,6 +37,9 @@ def start_engine(verifier: str, speculative: dict[str, Any]) -> Any:
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from vllm import LLM
 
+    from workers import audit
+
+    audit.record("engine", f"tests/zoo/test_zoo_in_vllm.py {Path(verifier).parts[-3:]} {speculative.get('method')}")
     return LLM(
         model=verifier,
         speculative_config=speculative,
@@ -70,19 +73,25 @@ def engine_client(local_hub, tmp_path_factory):
 @pytest.fixture(scope="session")
 def snapshots(engine_client) -> dict[str, str]:
     repos = [VERIFIER, "spechub-toy/eagle3-head", "spechub-toy/eagle3-head-reduced", "spechub-toy/eagle3-head-raw",
-             "spechub-toy/eagle1-head", "spechub-toy/eagle1-head-wrapped", "spechub-toy/mtp-speculator", QUANTIZED]  # fmt: skip
+             "spechub-toy/eagle1-head", "spechub-toy/eagle1-head-wrapped", "spechub-toy/mtp-speculator", QUANTIZED,
+             *(repo for verifier, head in FAMILIES.values() for repo in (verifier, head))]  # fmt: skip
     return {repo: str(engine_client.snapshot(repo, engine_client.resolve(repo, "main"))) for repo in repos}
 
 
 def gate_config(
-    client: Any, snapshots: dict[str, str], draft: str | None, method: str | None, options: dict[str, Any]
+    client: Any,
+    snapshots: dict[str, str],
+    draft: str | None,
+    method: str | None,
+    options: dict[str, Any],
+    verifier: str = VERIFIER,
 ) -> dict[str, Any]:
     """Return the speculative_config the gate emits for the pair, with the draft at its pinned snapshot."""
     from kernel.repos import HubRepo, gate_check
 
     report = gate_check(
-        verifier=HubRepo(client, VERIFIER),
-        verifier_id=VERIFIER,
+        verifier=HubRepo(client, verifier),
+        verifier_id=verifier,
         draft=HubRepo(client, draft) if draft else None,
         method=method,
         k=4,
@@ -102,8 +111,8 @@ def gate_config(
 # controls (tests/workers/test_qualification_vllm.py); the other formats, fetched through the Hub, are below.
 
 
-def served(snapshots: dict[str, str], config: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    llm = start_engine(snapshots[VERIFIER], config)
+def served(snapshots: dict[str, str], config: dict[str, Any], verifier: str = VERIFIER) -> tuple[list[str], dict[str, Any]]:
+    llm = start_engine(snapshots[verifier], config)
     try:
         return generate(llm)
     finally:
@@ -111,13 +120,13 @@ def served(snapshots: dict[str, str], config: dict[str, Any]) -> tuple[list[str]
 
 
 @pytest.fixture(scope="session")
-def served_heads(snapshots) -> Callable[[str, dict[str, Any]], tuple[list[str], dict[str, Any]]]:
+def served_heads(snapshots) -> Callable[..., tuple[list[str], dict[str, Any]]]:
     """Serve each draft once per session with the gate's config: the format tests below share these engine starts."""
     found: dict[str, tuple[list[str], dict[str, Any]]] = {}
 
-    def serve(draft: str, config: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def serve(draft: str, config: dict[str, Any], verifier: str = VERIFIER) -> tuple[list[str], dict[str, Any]]:
         if draft not in found:
-            found[draft] = served(snapshots, config)
+            found[draft] = served(snapshots, config, verifier)
         return found[draft]
 
     return serve
@@ -161,6 +170,7 @@ class Format:
 
     draft: str
     verdict: str
+    verifier: str = VERIFIER
     served_as: str | None = None
     changes: dict[str, Any] = field(default_factory=dict)
     tried: dict[str, Any] = field(default_factory=dict)
@@ -169,7 +179,11 @@ class Format:
 
 # draft_model (llama-draft-1l) and ngram are served with the gate's config above and in the shared certification.
 UNSUPPORTED = "gate:format-unsupported"
+# Each family's verifier and its EAGLE-3 head (issue 60), served as the gate configures them.
+FAMILIES = {family: (f"spechub-toy/{family}-verifier", f"spechub-toy/{family}-eagle3-head")
+            for family in ("qwen3", "gpt-oss", "gemma4")}  # fmt: skip
 FORMATS = {
+    **{f"{family}-eagle3": Format(head, "eagle3", verifier=verifier) for family, (verifier, head) in FAMILIES.items()},
     "speculators-eagle3": Format("spechub-toy/eagle3-head-reduced", "eagle3"),
     "raw-eagle3": Format("spechub-toy/eagle3-head-raw", "eagle3"),
     "eagle1-plain-llama": Format("spechub-toy/eagle1-head", "eagle"),
@@ -223,14 +237,14 @@ def test_the_gate_and_vllm_agree_on_every_format(name, engine_client, snapshots,
         with pytest.raises(ValueError, match=re.escape(fmt.vllm_says)):  # pydantic's ValidationError is a ValueError
             resolved(snapshots, {**fmt.tried, "model": str(folder), "num_speculative_tokens": 4})
         return
-    config = gate_config(engine_client, snapshots, fmt.draft, None, {})
+    config = gate_config(engine_client, snapshots, fmt.draft, None, {}, fmt.verifier)
     assert config["method"] == fmt.verdict
     if fmt.served_as:
         assert draft_head(snapshots, config) == draft_head(
             snapshots, gate_config(engine_client, snapshots, fmt.served_as, None, {})
         )
         return
-    texts, found = served_heads(fmt.draft, config)
+    texts, found = served_heads(fmt.draft, config, fmt.verifier)
     assert all(texts), texts
     assert found["vllm:spec_decode_num_drafts"] > 0 and found["vllm:spec_decode_num_accepted_tokens"] > 0, found
     assert len(found["vllm:spec_decode_num_accepted_tokens_per_pos"]) == 4

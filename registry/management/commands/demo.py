@@ -172,14 +172,23 @@ def _outcome(run: CertificationRun) -> str:
 
 def _summary(runs: list[CertificationRun]) -> list[str]:
     """The table a newcomer reads last: per pair, AL, speed at c=1 with its interval, equivalence, the verdict."""
-    rows = [["pair", "AL", "speedup at c=1, 95 % interval", "greedy", "sampling", "verdict"]]
+    rows = [["family", "pair", "AL", "speedup at c=1, 95 % interval", "greedy", "sampling", "verdict"]]
     for run in runs:
         verdict = result.verdict(run.result)
         judged = verdict.get("properties") if verdict else None
         al = run.pair.mean_acceptance_length
         sides = (judged.get("greedy"), judged.get("sampling")) if judged else (None, None)
         equivalence = [side["outcome"] if side else "-" for side in sides]
-        rows.append([str(run.pair), f"{al:.2f}" if al is not None else "-", _speed(run), *equivalence, _outcome(run)])
+        rows.append(
+            [
+                run.pair.verifier.family or "-",
+                str(run.pair),
+                f"{al:.2f}" if al is not None else "-",
+                _speed(run),
+                *equivalence,
+                _outcome(run),
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["", *("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -134,3 +135,36 @@ def test_the_speculative_keys_the_gate_judges_are_the_installed_vllms():
     assert {*RECORDED, "draft_tensor_parallel_size", "synthetic_acceptance_rates", "synthetic_acceptance_length"} <= set(fields)
     schedule = str(fields["num_speculative_tokens_per_batch_size"].type)
     assert dynamic_k_takes_ranges(VLLM_VERSION) is schedule.startswith("list[")
+
+
+def test_the_family_tables_are_vllms():
+    """Every family architecture is registered; the EAGLE-3 verifiers implement SupportsEagle3 (read from the source
+    where the CPU install cannot import the class, and there the import fails in the words the gate quotes)."""
+    import inspect
+
+    from vllm.config import speculative
+    from vllm.model_executor.models import ModelRegistry
+    from vllm.model_executor.models.interfaces import supports_eagle3
+    from vllm.model_executor.models.registry import _MULTIMODAL_MODELS, _TEXT_GENERATION_MODELS
+
+    from kernel.formats.vllm_support import (
+        EAGLE3_VERIFIER_ARCHITECTURES,
+        FAMILIES,
+        GEMMA4_ASSISTANT_TYPES,
+        UNLOADABLE_ON_CPU,
+    )
+
+    assert set(ModelRegistry.get_supported_archs()) >= set(FAMILIES) | EAGLE3_VERIFIER_ARCHITECTURES
+    for architecture in sorted(EAGLE3_VERIFIER_ARCHITECTURES - set(UNLOADABLE_ON_CPU)):
+        assert supports_eagle3(ModelRegistry._try_load_model_cls(architecture)), architecture
+    assert not supports_eagle3(ModelRegistry._try_load_model_cls("Gemma3ForCausalLM"))
+    for architecture, words in UNLOADABLE_ON_CPU.items():
+        module, name = {**_TEXT_GENERATION_MODELS, **_MULTIMODAL_MODELS}[architecture]
+        source = (Path(inspect.getfile(ModelRegistry.__class__)).parent / f"{module}.py").read_text()
+        declared = source[source.index(f"class {name}(") :].split(":", 1)[0]
+        assert "SupportsEagle3" in declared
+        assert ModelRegistry._try_load_model_cls(architecture) is None
+        with pytest.raises(ModuleNotFoundError, match="torchvision"):
+            __import__("transformers.models.gemma4.processing_gemma4")
+        assert "Gemma4Processor" in words
+    assert all(f'"{t}"' in inspect.getsource(speculative) for t in GEMMA4_ASSISTANT_TYPES)

@@ -40,10 +40,10 @@ def source(kind: str, name: str, hub_client: HubClient | None) -> RepoSource:
     return LocalRepo(ZOO / name, f"{ORG}/{name}")
 
 
-def check(kind: str, draft: str | None, hub_client: HubClient | None, **kwargs) -> Report:
+def check(kind: str, draft: str | None, hub_client: HubClient | None, verifier: str = "llama-verifier", **kwargs) -> Report:
     return gate_check(
-        verifier=source(kind, "llama-verifier", hub_client),
-        verifier_id=VERIFIER,
+        verifier=source(kind, verifier, hub_client),
+        verifier_id=f"{ORG}/{verifier}",
         draft=source(kind, draft, hub_client) if draft else None,
         **kwargs,
     )
@@ -76,8 +76,10 @@ def test_a_head_with_empty_verifier_architectures_is_warned_about_not_refused(ki
 
 @pytest.mark.parametrize("pair", ZOO_PAIRS, ids=lambda p: f"{p.method}-{p.draft}")
 def test_the_good_toy_pairs_pass(kind, client, pair):
-    report = check(kind, pair.draft, client, method=pair.method, k=4, options=pair.options)
+    report = check(kind, pair.draft, client, pair.verifier, method=pair.method, k=4, options=pair.options)
     assert report.compatible, [f.as_dict() for f in report.findings]
+    family = next(f.message for f in report.findings if f.code == "gate:family-named")
+    assert family.endswith(f"({json.loads((ZOO / pair.verifier / 'config.json').read_text())['architectures'][0]}).")
     assert not [f for f in report.findings if f.severity == Severity.WARNING]
     assert report.recipe is not None and report.recipe.speculative_config["method"] == pair.method
 

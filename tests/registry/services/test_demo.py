@@ -13,7 +13,7 @@ ZOO = ROOT / "zoo" / "models"
 def test_the_demo_registers_the_zoo_pairs_once_including_ngram_and_the_self_draft():
     pairs = demo_catalog_load(zoo_dir=ZOO)
     again = demo_catalog_load(zoo_dir=ZOO)
-    assert [p.pk for p in pairs] == [p.pk for p in again] and Pair.objects.count() == 5
+    assert [p.pk for p in pairs] == [p.pk for p in again] and Pair.objects.count() == 8
     methods = sorted((p.method, p.draft.repo_id if p.draft else None) for p in pairs)
     assert ("ngram", None) in methods
     assert ("draft_model", "spechub-toy/llama-verifier") in methods
@@ -32,6 +32,19 @@ def test_zoo_models_carry_their_metadata():
     assert (verifier.architecture, verifier.license, verifier.dtype) == ("LlamaForCausalLM", "apache-2.0", "bfloat16")
     assert 3_000_000 < (verifier.parameter_count or 0) < 6_000_000
     assert head.role == "speculator" and head.tokenizer_hash == verifier.tokenizer_hash
+
+
+def test_the_demo_lists_one_pair_of_each_family_before_any_second_pair_of_one():
+    """The demo certifies in this order (issue 60): a newcomer sees Llama, Qwen3, gpt-oss and Gemma 4 certified early."""
+    families = [pair.verifier.family for pair in demo_catalog_load(zoo_dir=ZOO)]
+    assert families[:4] == ["llama", "qwen3", "gpt-oss", "gemma4"] and set(families[4:]) == {"llama"}
+    heads = HubModel.objects.filter(repo_id__endswith="-eagle3-head").exclude(repo_id="spechub-toy/eagle3-head")
+    for head in heads:
+        verifier = HubModel.objects.get(repo_id=head.repo_id.replace("-eagle3-head", "-verifier"))
+        assert (head.family, head.tokenizer_hash) == (verifier.family, verifier.tokenizer_hash)
+    assert {m.architecture for m in HubModel.objects.filter(role="verifier")} == {
+        "LlamaForCausalLM", "Qwen3ForCausalLM", "GptOssForCausalLM", "Gemma4ForCausalLM"
+    }  # fmt: skip
 
 
 def test_the_demo_stores_the_gates_passing_judgement_and_recipe_on_every_zoo_pair():
