@@ -79,6 +79,7 @@ hub:
 zoo:
 	scripts/bootstrap.sh dev,cpu
 	$(PY) -m zoo.build
+	$(PY) -m zoo.families
 
 clean:
 	rm -rf $(VENV) .venv-hub var staticfiles .mypy_cache .ruff_cache .pytest_cache

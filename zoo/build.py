@@ -1,4 +1,5 @@
-"""Build the toy zoo: `python -m zoo.build [--out zoo/models] [--seed 0] [--scale 1.0]`.
+"""Build the toy zoo: `python -m zoo.build [--out zoo/models] [--seed 0] [--scale 1.0]`; then `python -m zoo.families`
+builds the other families into the same folder (`make zoo` runs both).
 
 Seeded and reproducible on one machine: the same seed, scale and thread count
 give the same tokenizer and the same weights. `--scale` shrinks the corpus and
@@ -20,7 +21,7 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-from zoo import ORG, broken, corpus, families, formats
+from zoo import ORG, broken, corpus, formats
 from zoo.eagle3 import Eagle3Head
 from zoo.tokenizer import save_tokenizer, special_ids, train_tokenizer
 from zoo.train import Schedule, distill_draft, draft_agreement, head_agreement, train_head, train_verifier
@@ -212,9 +213,6 @@ class Builder:
         self.heads(verifier, data, held_out)
         broken.build_all(self.out / ORG, self.repo(DRAFT), self.repo(HEAD), self.repo(HEAD_REDUCED), tokenizer)
         formats.build_all(self.out / ORG)
-        others = families.build_families(self.out, self.seed, self.scale, [family.name for family in families.FAMILIES])
-        self.report["seconds"].update(others["seconds"])
-        self.report["agreement"].update(others["agreement"])
         self.timed("total", started)
         return self.report
 

@@ -39,16 +39,16 @@ from transformers import (
 from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
 
 from zoo import ORG, corpus
+from zoo.build import bf16, encode, hf_config, write_model
 from zoo.eagle3 import Eagle3Head
-from zoo.tokenizer import BOS, EOS, PAD, train_tokenizer
+from zoo.tokenizer import BOS, EOS, PAD, special_ids, train_tokenizer
 from zoo.train import Schedule, head_agreement, train_head, train_verifier
 
-BASE_VOCAB, VOCAB, HIDDEN, LAYERS, HEADS, HEAD_DIM, INTERMEDIATE, SEQ = 2048, 2112, 128, 4, 2, 64, 384, 128
+BASE_VOCAB, VOCAB, HIDDEN, LAYERS, HEADS, HEAD_DIM, INTERMEDIATE = 2048, 2112, 128, 4, 2, 64, 384
 AUX_LAYER_IDS = [1, 2, 3]
 SLIDING_WINDOW = 64  # shorter than a prompt and its answer, so the toys use their sliding layers
-STEPS = {"verifier": 900, "head": 500}
+STEPS = {"verifier": 900, "head": 500, "assistant": 500}
 DOCUMENTS = 20000
-CARD = "---\nlicense: apache-2.0\nlibrary_name: transformers\ntags: [spechub-toy]\n---\n\n# {title}\n\n{body}\n"
 EFFORTS = ("low", "medium", "high")
 
 
@@ -197,14 +197,6 @@ def family_tokenizer(family: Family, plain: list[str]) -> Tokenizer:
     return tokenizer
 
 
-def encode(tokenizer: Tokenizer, documents: list[str], ids: dict[str, int]) -> torch.Tensor:
-    stream: list[int] = []
-    for encoding in tokenizer.encode_batch(documents):
-        stream += [ids["bos"], *encoding.ids, ids["eos"]]
-    rows = len(stream) // SEQ
-    return torch.tensor(stream[: rows * SEQ]).view(rows, SEQ)
-
-
 def save_family_tokenizer(family: Family, tokenizer: Tokenizer, directory: Path) -> None:
     tokenizer.save(str(directory / "tokenizer.json"))
     config = {
@@ -232,16 +224,9 @@ def head_layer_config(max_positions: int = 1024) -> LlamaConfig:
     )  # fmt: skip
 
 
-def _config_json(config: PretrainedConfig) -> dict[str, Any]:
-    data = config.to_dict()
-    data.pop("transformers_version", None)
-    data["dtype"] = "bfloat16"
-    return data
-
-
 def head_config(family: Family) -> dict[str, Any]:
     """A speculators-format config for the family's head, naming its verifier as the published heads do."""
-    layer = _config_json(head_layer_config(family.config({"bos": 1, "eos": 2, "pad": 0}).max_position_embeddings))
+    layer = hf_config(head_layer_config(family.config({"bos": 1, "eos": 2, "pad": 0}).max_position_embeddings))
     layer.pop("architectures", None)
     return {
         "architectures": ["Eagle3Speculator"],
@@ -262,24 +247,6 @@ def head_config(family: Family) -> dict[str, Any]:
         "eagle_aux_hidden_state_layer_ids": AUX_LAYER_IDS,
         "dtype": "bfloat16",
     }
-
-
-def _bf16(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {name: tensor.detach().to(torch.bfloat16).contiguous() for name, tensor in state.items()}
-
-
-def _write(directory: Path, config: dict[str, Any], weights: dict[str, torch.Tensor], title: str, body: str) -> None:
-    from safetensors.torch import save_file
-
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    save_file(weights, str(directory / "model.safetensors"), metadata={"format": "pt"})
-    (directory / "README.md").write_text(CARD.format(title=title, body=body))
-
-
-def special_ids(tokenizer: Tokenizer) -> dict[str, int]:
-    found = {name: tokenizer.token_to_id(token) for name, token in (("bos", BOS), ("eos", EOS), ("pad", PAD))}
-    return {name: int(value) for name, value in found.items() if value is not None}
 
 
 class FamilyBuilder:
@@ -314,7 +281,7 @@ class FamilyBuilder:
             f"{self.family.architecture}, {LAYERS} layers, hidden {HIDDEN}, vocab {VOCAB}, trained on SpecHub's "
             f"synthetic corpus with chats in {self.family.title}'s format."
         )
-        _write(directory, _config_json(config), _bf16(model.state_dict()), f"Toy {self.family.title} verifier", body)
+        write_model(directory, hf_config(config), bf16(model.state_dict()), f"# Toy {self.family.title} verifier\n\n{body}")
         save_family_tokenizer(self.family, tokenizer, directory)
         turn_end = tokenizer.token_to_id(self.family.turn_end)
         generation = GenerationConfig(bos_token_id=ids["bos"], eos_token_id=[ids["eos"], turn_end], do_sample=False)
@@ -327,12 +294,30 @@ class FamilyBuilder:
         head = Eagle3Head(head_layer_config(), len(AUX_LAYER_IDS))
         train_head(head, verifier, data, self.steps("head"), self.generator, aux_layer_ids=AUX_LAYER_IDS)
         agreement = head_agreement(head, verifier, held_out, AUX_LAYER_IDS, None)
-        weights = _bf16({name.replace("midlayer.", "layers.0."): t for name, t in head.native_state_dict().items()})
+        weights = bf16({name.replace("midlayer.", "layers.0."): t for name, t in head.native_state_dict().items()})
         body = f"For {ORG}/{self.family.verifier}; shares its embeddings and lm_head."
         title = f"Toy EAGLE-3 head for the {self.family.title} verifier (speculators format)"
-        _write(self.out / ORG / self.family.head, head_config(self.family), weights, title, body)
+        write_model(self.out / ORG / self.family.head, head_config(self.family), weights, f"# {title}\n\n{body}")
         self.seconds[self.family.head] = round(time.monotonic() - started, 1)
         return agreement
+
+
+def build_assistant_for(out: Path, seed: int, scale: float, auto: Any) -> dict[str, Any]:
+    """Train Gemma 4's MTP assistant on the Gemma 4 verifier as written (bf16, read back), on the family's corpus."""
+    from zoo.assistant import build_assistant
+
+    family = BY_NAME["gemma4"]
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed + 1)
+    verifier = auto.from_pretrained(out / ORG / family.verifier, dtype=torch.float32).eval()
+    count = max(700, round(DOCUMENTS * scale))
+    tokenizer = family_tokenizer(family, corpus.documents(seed, count))
+    ids = special_ids(tokenizer)
+    data = encode(tokenizer, family_documents(family, seed, count), ids)
+    held_out = encode(tokenizer, family_documents(family, seed + 1, 700), ids)[:64]
+    schedule = Schedule(steps=max(2, round(STEPS["assistant"] * scale)))
+    agreement, seconds = build_assistant(out, verifier, data, held_out, schedule, generator)
+    return {"agreement": agreement, "seconds": seconds}
 
 
 def build_families(out: Path, seed: int, scale: float, names: list[str]) -> dict[str, Any]:
@@ -344,7 +329,11 @@ def build_families(out: Path, seed: int, scale: float, names: list[str]) -> dict
         agreement[BY_NAME[name].head] = builder.build()
         seconds.update(builder.seconds)
         print(json.dumps({"family": name, "seconds": builder.seconds, "agreement": agreement[BY_NAME[name].head]}))
-    return {"seconds": seconds, "agreement": agreement, "built": names}
+        if name == "gemma4":  # its MTP assistant reads the verifier as written
+            assistant = build_assistant_for(out, seed, scale, AutoModelForCausalLM)
+            agreement["gemma4-assistant"], seconds["gemma4-assistant"] = assistant["agreement"], assistant["seconds"]
+    repos = [repo for name in names for repo in (BY_NAME[name].verifier, BY_NAME[name].head)]
+    return {"seconds": seconds, "agreement": agreement, "repos": repos + ["gemma4-assistant"] * ("gemma4" in names)}
 
 
 def main() -> None:
@@ -356,15 +345,21 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--family", action="append", choices=sorted(BY_NAME), help="default: every family")
+    parser.add_argument("--assistant-only", action="store_true", help="retrain Gemma 4's assistant on the written verifier")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
-    report = build_families(args.out, args.seed, args.scale, args.family or [f.name for f in FAMILIES])
+    if args.assistant_only:
+        assistant = build_assistant_for(args.out, args.seed, args.scale, AutoModelForCausalLM)
+        name = "gemma4-assistant"
+        report = {"seconds": {name: assistant["seconds"]}, "agreement": {name: assistant["agreement"]}, "repos": [name]}
+    else:
+        report = build_families(args.out, args.seed, args.scale, args.family or [f.name for f in FAMILIES])
     record_file = args.out / "BUILD.json"
     record = json.loads(record_file.read_text()) if record_file.is_file() else {"seconds": {}, "agreement": {}}
     record["seconds"].update(report["seconds"])
     record["agreement"].update(report["agreement"])
-    ours = tuple(f"{ORG}/{repo}/" for name in report["built"] for repo in (BY_NAME[name].verifier, BY_NAME[name].head))
+    ours = tuple(f"{ORG}/{repo}/" for repo in report["repos"])
     files = {path: digest for path, digest in record.get("files", {}).items() if not path.startswith(ours)}
     record["files"] = dict(sorted({**files, **{p: d for p, d in file_digests(args.out).items() if p.startswith(ours)}}.items()))
     record_file.write_text(json.dumps(record, indent=2) + "\n")

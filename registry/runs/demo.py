@@ -24,7 +24,7 @@ from registry.runs.qualifications import build_qualify_here
 from registry.runs.services import run_create
 from zoo import ORG
 from zoo.localhub import build_mirrors, git_sha
-from zoo.pairs import FAMILY_HEADS, FAMILY_VERIFIERS, ZOO_PAIRS
+from zoo.pairs import FAMILY_HEADS, FAMILY_VERIFIERS, GEMMA4_ASSISTANT, ZOO_PAIRS
 
 ROLES = {
     **{verifier: Role.VERIFIER for verifier in FAMILY_VERIFIERS.values()},
@@ -32,6 +32,7 @@ ROLES = {
     "eagle3-head": Role.SPECULATOR,
     "eagle3-head-reduced": Role.SPECULATOR,
     **{head: Role.SPECULATOR for head in FAMILY_HEADS.values()},
+    GEMMA4_ASSISTANT: Role.DRAFT,
 }
 
 

@@ -488,3 +488,35 @@ def test_the_pair_page_the_run_api_and_the_certificate_give_acceptance_by_thinki
     payload["results"] = {"speculative": {"acceptance": {"by_mode": {"modes": "hostile"}, "mode": ["x"]}}}
     text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
     assert "acceptance by mode: unreadable" in text
+
+
+def test_the_pair_page_the_run_api_and_the_certificate_give_acceptance_by_reasoning_effort(serving_pair):
+    """gpt-oss's harmony `reasoning_effort` (issue 60): three modes, each with its interval, low set against high."""
+    from kernel.certificate_text import describe
+    from kernel.certificates import Verified
+    from workers import metrics, modes
+    from workers.engines.base import SpecCounters
+
+    pair, run = serving_pair
+    levels = {f"effort {level}": [SpecCounters(drafts=10 + i % 3, draft_tokens=40, accepted=shift + i % 5,
+                                               per_position=(9, 8, 3, 0)) for i in range(12)]
+              for level, shift in (("low", 28), ("medium", 24), ("high", 20))}  # fmt: skip
+    acceptance: dict[str, Any] = dict(metrics.acceptance(sum(levels["effort low"], SpecCounters()), levels["effort low"]))
+    runs = {mode: (sum(counters, SpecCounters()), counters) for mode, counters in levels.items()}
+    acceptance["by_mode"] = modes.by_mode("reasoning_effort", "each prompt as the user's one message", runs)
+    run.result["stages"]["speculative"]["acceptance"] = acceptance
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    apart = acceptance["by_mode"]["difference"]
+    assert "By reasoning effort" in page and "<code>reasoning_effort</code>" in page
+    assert all(f"<td>effort {level}</td>" in page for level in ("low", "medium", "high"))
+    assert '{"reasoning_effort": "medium"}' in page.replace("&quot;", '"') and "yes" not in page.split("By reasoning")[1][:3000]
+    assert f"effort low less effort high: <strong>{apart['mean_acceptance_length']:.2f}</strong>" in page
+    rows = Client().get(f"/api/v1/runs/{run.pk}/").json()["acceptance"]["by_mode"]["modes"]
+    assert [row["chat_template_kwargs"] for row in rows] == [{"reasoning_effort": v} for v in ("low", "medium", "high")]
+    assert all(len(row["mean_acceptance_length_interval"]) == 2 for row in rows)
+    payload = {"expires_at": "2030-01-01T00:00:00+00:00", "verdict": "certified", "inputs": {},
+               "results": {"speculative": {"acceptance": acceptance}}}  # fmt: skip
+    text, _ = describe(Verified(payload=payload, digest="d", key_id="k", signature="s"), timezone.now())  # type: ignore[arg-type]
+    assert "acceptance by mode (reasoning_effort): effort low " in text and "; effort high " in text
+    assert f"effort low - effort high {apart['mean_acceptance_length']:.2f} [" in text

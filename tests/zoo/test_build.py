@@ -65,6 +65,7 @@ def test_the_variants_are_not_in_git_and_the_zoo_in_git_is_under_60_mb():
     tracked = subprocess.run(["git", "ls-files", "zoo"], cwd=ROOT, check=True, capture_output=True, text=True).stdout
     repos = {Path(path).parts[3] for path in tracked.split() if len(Path(path).parts) > 4}  # zoo/models/<org>/<repo>/..
     families = {f"{family}-{role}" for family in ("qwen3", "gpt-oss", "gemma4") for role in ("verifier", "eagle3-head")}
+    families.add("gemma4-assistant")
     assert {"llama-verifier", *families} <= repos and not repos & set(variants.VARIANTS)
     assert sum((ROOT / path).stat().st_size for path in tracked.split()) < 60 * 1024 * 1024  # issue 60's bound
 
@@ -80,3 +81,15 @@ def test_the_zoo_stores_weights_as_safetensors_except_the_deliberate_pickle():
     pickles = sorted(str(p.relative_to(ZOO)) for p in ZOO.rglob("*.bin"))
     assert pickles == ["spechub-toy/broken-pickle-only/pytorch_model.bin"]
     assert len(list(ZOO.rglob("model.safetensors"))) >= 11
+
+
+@pytest.mark.engine
+def test_a_family_builds_the_same_bytes_twice_with_the_same_seed(tmp_path):
+    """zoo/families.py is seeded as zoo/build.py is (issue 60): Gemma 4's verifier, head and MTP assistant."""
+    found = []
+    for name in ("a", "b"):
+        args = [sys.executable, "-m", "zoo.families", "--family", "gemma4", "--out", str(tmp_path / name), "--scale", "0.002"]
+        subprocess.run(args, cwd=ROOT, check=True, capture_output=True, timeout=600)
+        found.append(json.loads((tmp_path / name / "BUILD.json").read_text())["files"])
+    assert found[0] == found[1] and "spechub-toy/gemma4-assistant/model.safetensors" in found[0]
+    assert {path.split("/")[1] for path in found[0]} == {"gemma4-verifier", "gemma4-eagle3-head", "gemma4-assistant"}

@@ -74,7 +74,8 @@ def engine_client(local_hub, tmp_path_factory):
 def snapshots(engine_client) -> dict[str, str]:
     repos = [VERIFIER, "spechub-toy/eagle3-head", "spechub-toy/eagle3-head-reduced", "spechub-toy/eagle3-head-raw",
              "spechub-toy/eagle1-head", "spechub-toy/eagle1-head-wrapped", "spechub-toy/mtp-speculator", QUANTIZED,
-             *(repo for verifier, head in FAMILIES.values() for repo in (verifier, head))]  # fmt: skip
+             *(repo for verifier, head in FAMILIES.values() for repo in (verifier, head)),
+             "spechub-toy/gemma4-assistant"]  # fmt: skip
     return {repo: str(engine_client.snapshot(repo, engine_client.resolve(repo, "main"))) for repo in repos}
 
 
@@ -184,6 +185,7 @@ FAMILIES = {family: (f"spechub-toy/{family}-verifier", f"spechub-toy/{family}-ea
             for family in ("qwen3", "gpt-oss", "gemma4")}  # fmt: skip
 FORMATS = {
     **{f"{family}-eagle3": Format(head, "eagle3", verifier=verifier) for family, (verifier, head) in FAMILIES.items()},
+    "gemma4-assistant-mtp": Format("spechub-toy/gemma4-assistant", "mtp", verifier=FAMILIES["gemma4"][0]),
     "speculators-eagle3": Format("spechub-toy/eagle3-head-reduced", "eagle3"),
     "raw-eagle3": Format("spechub-toy/eagle3-head-raw", "eagle3"),
     "eagle1-plain-llama": Format("spechub-toy/eagle1-head", "eagle"),

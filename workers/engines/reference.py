@@ -38,7 +38,7 @@ class ReferenceEngine(Engine):
         self.dtype = getattr(torch, config.dtype)
         self.config = config
         self.verifier = self._load(config.verifier)
-        self.eos = _eos_ids(self.verifier.config)
+        self.eos = _eos_ids(self.verifier)
         spec = config.speculative_config
         if spec is not None:
             if spec.get("method") != "draft_model":
@@ -167,9 +167,13 @@ def _choose(logits: Any, sampling: Sampling, generator: Any) -> tuple[int, Any]:
     return int(torch.multinomial(probs, 1, generator=generator)), probs
 
 
-def _eos_ids(config: Any) -> set[int]:
-    eos = config.eos_token_id
-    return set(eos) if isinstance(eos, list) else {eos} if eos is not None else set()
+def _eos_ids(model: Any) -> set[int]:
+    """The tokens that end a request: the config's eos and generation_config.json's, as vLLM stops on both (a chat
+    model's turn end, Qwen3's `<|im_end|>`, is often only in the latter)."""
+    found: set[int] = set()
+    for eos in (model.config.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+        found |= set(eos) if isinstance(eos, list) else {eos} if isinstance(eos, int) else set()
+    return found
 
 
 def _lossy_rule(spec: dict[str, object], k: int) -> str:

@@ -46,7 +46,9 @@ def assert_error_shape(response, status: int) -> dict[str, Any]:
 def test_anonymous_users_read_models_pairs_and_a_pairs_gate_report():
     demo_catalog_load(zoo_dir=ROOT / "zoo" / "models")
     anonymous = APIClient()
-    assert anonymous.get("/api/v1/models/").json()["count"] == 10  # 4 Llama, a verifier and a head of 3 more families
+    assert (
+        anonymous.get("/api/v1/models/").json()["count"] == 11
+    )  # 4 Llama, a verifier and a head of 3 more families, Gemma 4's assistant
     pairs = anonymous.get("/api/v1/pairs/", {"method": "eagle3"}).json()
     assert pairs["count"] == 5 and {p["method"] for p in pairs["results"]} == {"eagle3"}  # 2 Llama heads, 3 families
     assert anonymous.get("/api/v1/pairs/", {"method": "eagle3", "family": "gemma4"}).json()["count"] == 1

@@ -93,7 +93,7 @@ def test_export_gives_the_same_rows_as_csv_and_json(catalog):
     text = APIClient().get("/api/v1/export/", {"format": "csv"})
     assert text["Content-Type"].startswith("text/csv")
     parsed = list(csv.DictReader(io.StringIO(text.content.decode())))
-    assert len(rows) == len(parsed) == 8
+    assert len(rows) == len(parsed) == 9
     draft_row = next(r for r in rows if r["draft"] == "spechub-toy/llama-draft-1l")
     assert (draft_row["verdict"], draft_row["speedup_c1"], draft_row["vllm"]) == ("certified", 1.3, "0.32.0")
     assert (draft_row["measured_on"], draft_row["worker"], draft_row["worker_owner"]) == ("hosted", None, None)

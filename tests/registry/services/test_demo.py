@@ -13,7 +13,7 @@ ZOO = ROOT / "zoo" / "models"
 def test_the_demo_registers_the_zoo_pairs_once_including_ngram_and_the_self_draft():
     pairs = demo_catalog_load(zoo_dir=ZOO)
     again = demo_catalog_load(zoo_dir=ZOO)
-    assert [p.pk for p in pairs] == [p.pk for p in again] and Pair.objects.count() == 8
+    assert [p.pk for p in pairs] == [p.pk for p in again] and Pair.objects.count() == 9
     methods = sorted((p.method, p.draft.repo_id if p.draft else None) for p in pairs)
     assert ("ngram", None) in methods
     assert ("draft_model", "spechub-toy/llama-verifier") in methods
@@ -37,7 +37,7 @@ def test_zoo_models_carry_their_metadata():
 def test_the_demo_lists_one_pair_of_each_family_before_any_second_pair_of_one():
     """The demo certifies in this order (issue 60): a newcomer sees Llama, Qwen3, gpt-oss and Gemma 4 certified early."""
     families = [pair.verifier.family for pair in demo_catalog_load(zoo_dir=ZOO)]
-    assert families[:4] == ["llama", "qwen3", "gpt-oss", "gemma4"] and set(families[4:]) == {"llama"}
+    assert families[:4] == ["llama", "qwen3", "gpt-oss", "gemma4"] and families[4:] == ["gemma4"] + ["llama"] * 4
     heads = HubModel.objects.filter(repo_id__endswith="-eagle3-head").exclude(repo_id="spechub-toy/eagle3-head")
     for head in heads:
         verifier = HubModel.objects.get(repo_id=head.repo_id.replace("-eagle3-head", "-verifier"))
@@ -57,5 +57,7 @@ def test_the_demo_stores_the_gates_passing_judgement_and_recipe_on_every_zoo_pai
         assert f"--revision {pair.verifier.sha}" in recipe["serve"]
         if pair.draft:
             assert recipe["speculative_config"]["revision"] == pair.draft.sha
-        expected_kind = {"draft_model": "causal_lm", "eagle3": "speculators", "ngram": "none"}[pair.method]
+        expected_kind = {"draft_model": "causal_lm", "eagle3": "speculators", "ngram": "none", "mtp": "gemma4_assistant"}[
+            pair.method
+        ]
         assert pair.format_metadata["kind"] == expected_kind

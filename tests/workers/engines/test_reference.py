@@ -73,3 +73,22 @@ def test_it_refuses_methods_it_does_not_implement():
     with pytest.raises(UserError) as refused:
         started({"method": "eagle3", "model": DRAFT, "num_speculative_tokens": 4})
     assert refused.value.code == "engine:refused-pair"
+
+
+def test_it_stops_where_vllm_does_on_the_eos_tokens_of_generation_config_too():
+    """Qwen3's toy ends a turn with `<|im_end|>`, listed only in generation_config.json, as Qwen3's is; vLLM stops
+    there, and before this the reference ran on to the config's eos and diverged from vLLM on every code prompt."""
+    from tests.support.processes import ROOT
+    from workers.suites import load_suite, tokenize
+
+    qwen3 = ROOT / "zoo" / "models" / "spechub-toy" / "qwen3-verifier"
+    code = [prompt for category, prompt in load_suite("toy-v2").prompts() if category == "code"][:2]
+    engine = load_engine("reference")()
+    engine.start(EngineConfig(verifier=str(qwen3)))
+    try:
+        im_end = 1284  # appended to the zoo's BPE with Qwen3's other chat tokens
+        assert engine.eos == {2, im_end}  # type: ignore[attr-defined]
+        for done in engine.generate(tokenize(qwen3, code), Sampling(temperature=0, max_tokens=64)):
+            assert done.token_ids[-1] == im_end and len(done.token_ids) < 64  # measured: 11 tokens, as vLLM gives
+    finally:
+        engine.stop()
