@@ -29,6 +29,9 @@ LOW_AL = 1.1  # AL at or under this is "near 1": fewer than one accepted token i
 LOW_RATE = 0.05  # accepted / drafted tokens at or under this is "near zero"
 UNQUANTIZED = "unquantized"
 DRAFTLESS = frozenset({"ngram", "suffix"})
+# MTP with no draft repo drafts with the verifier's own MTP layers, by design (issue 61 §4); with one it is an
+# assistant (Gemma 4's), whose revision is compared like any draft's.
+OWN_LAYERS = frozenset({"mtp"})
 # The gate's codes that speak to each cause, by prefix.
 FORMAT_CODES = ("gate:format-", "gate:geometry-", "gate:quantization-")
 VOCABULARY_CODES = ("gate:tokenizer-", "gate:mapping-")
@@ -98,7 +101,7 @@ def _method_format(served: Setup, certified: Setup | None) -> Iterator[str]:
 
 
 def _draft(served: Setup, certified: Setup | None) -> Iterator[str]:
-    if served.method is not None and served.method not in DRAFTLESS and served.draft is None:
+    if served.method is not None and served.method not in DRAFTLESS | OWN_LAYERS and served.draft is None:
         yield f"method {served.method!r} names no draft, so the verifier is loaded as its own draft"
     elif served.draft and served.verifier and _repo(served.draft) == _repo(served.verifier) and served.method != "draft_model":
         yield f"the draft is the verifier itself ({served.draft}) under method {served.method!r}"

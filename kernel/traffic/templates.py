@@ -76,7 +76,9 @@ def _environment() -> Any:
         def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
             raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe")
 
-    environment = Refusing(trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    # optimized=False: Jinja's optimizer folds constant expressions as it compiles, outside the sandbox, so parsing a
+    # hostile template (`{{ 'a' * 300000000 }}`, a tower of `**`) would cost seconds and hundreds of MB (issue 61 §1).
+    environment = Refusing(trim_blocks=True, lstrip_blocks=True, autoescape=False, optimized=False)
     environment.globals["raise_exception"] = _raise_exception
     return environment
 
@@ -118,7 +120,7 @@ class Switches:
 
 def switches(template: ChatTemplate | None) -> Switches:
     """Return the switches `template` takes, read from its source (Jinja's parser in the sandbox; nothing renders)."""
-    from jinja2 import TemplateSyntaxError, meta
+    from jinja2 import TemplateSyntaxError
 
     if template is None:
         return Switches()
@@ -126,11 +128,33 @@ def switches(template: ChatTemplate | None) -> Switches:
         return Switches(problem=f"the chat template is {len(template.source):,} characters, over {MAX_TEMPLATE_CHARS:,}")
     environment = _environment()
     try:
-        found = meta.find_undeclared_variables(environment.parse(template.source))
-    except (TemplateSyntaxError, RecursionError) as exc:
-        return Switches(problem=f"the chat template does not parse: {type(exc).__name__}: {exc}")
+        found = _undeclared(environment, environment.parse(template.source))
+    except (TemplateSyntaxError, RecursionError, ValueError) as exc:  # ValueError: an integer literal over 4,300 digits
+        return Switches(problem=f"the chat template does not parse: {type(exc).__name__}: {str(exc)[:200]}")
     names = tuple(sorted(found - RENDERER_VARIABLES - set(environment.globals)))
     return Switches(names, next((name for name in THINKING_SWITCHES if name in names), None))
+
+
+def _undeclared(environment: Any, ast: Any) -> set[str]:
+    """jinja2.meta.find_undeclared_variables without evaluating anything (issue 61 §1): Jinja's code generator folds
+    constant expressions as it compiles, with its optimizer and in every `{{ }}` output (`{{ 'a' * 300000000 }}`
+    cost 1.5-1.8 s and 300 MB to parse here), outside the sandbox. The variables come from each frame's symbol
+    analysis, which evaluates nothing; outputs are visited, never folded."""
+    from jinja2.compiler import CodeGenerator
+    from jinja2.meta import TrackingCodeGenerator
+
+    class Unoptimized(TrackingCodeGenerator):
+        def __init__(self, environment: Any) -> None:
+            CodeGenerator.__init__(self, environment, "<introspection>", "<introspection>", optimized=False)
+            self.undeclared_identifiers: set[str] = set()
+
+        def visit_Output(self, node: Any, frame: Any) -> None:
+            for child in node.nodes:
+                self.visit(child, frame)
+
+    codegen = Unoptimized(environment)
+    codegen.visit(ast)
+    return codegen.undeclared_identifiers
 
 
 def with_switch(request: Request, switch: str, value: ModeValue) -> Request:

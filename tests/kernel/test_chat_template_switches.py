@@ -97,3 +97,19 @@ def test_the_gate_names_the_thinking_switch_of_the_verifiers_template():
     broken = [f.code for f in template_rule(gate.context(_gate_input({"chat_template": "{% if x %}"})))]
     assert broken == ["gate:template-unreadable"]
     assert "gate:template-thinking" in [f.code for f in gate.judge(_gate_input(thinking_config())).findings]
+
+
+def test_reading_a_hostile_templates_switches_evaluates_none_of_its_constants():
+    """Issue 61 §1: Jinja's compiler folded `{{ 'a' * 300000000 }}` (300 MB) and towers of `**` while the gate only
+    read the template's variables; an integer literal over 4,300 digits raised out of it (a 500)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        found = switches(ChatTemplate("{{ 'a' * 300000000 }}{{ 2**2**2**2**2**2**2**2 }}{{ reasoning_effort }}"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found.names == ("reasoning_effort",) and found.measured == "reasoning_effort" and peak < 20 * 2**20
+    huge = switches(ChatTemplate("{{ " + "9" * 5000 + " }}"))
+    assert huge.names == () and huge.problem is not None and "4300 digits" in huge.problem

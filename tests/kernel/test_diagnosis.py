@@ -65,6 +65,16 @@ def test_no_draft_path_names_the_draft_too():
     assert causes[0]["evidence"] == ["method 'draft_model' names no draft, so the verifier is loaded as its own draft"]
 
 
+def test_mtp_without_a_draft_repo_is_not_told_the_verifier_is_its_own_draft():
+    """MTP drafts with the verifier's own layers by design; Gemma 4's assistant is a draft repo, compared as one."""
+    own_layers = replace(CERTIFIED, method="mtp", draft=None)
+    causes = diagnose(LOW_AL, 0.0, own_layers, own_layers)
+    assert not any("its own draft" in e for c in causes for e in c["evidence"])
+    assistant = replace(CERTIFIED, method="mtp", draft="spechub-toy/gemma4-assistant@1111aa")
+    causes = diagnose(LOW_AL, LOW_RATE, replace(assistant, draft="spechub-toy/gemma4-assistant@2222bb"), assistant)
+    assert [c["code"] for c in causes] == [diagnosis.DRAFT_REVISION]
+
+
 def test_a_tokenizer_that_differs_names_the_vocabulary():
     served = replace(CERTIFIED, draft_tokenizer="b2" * 32)
     causes = diagnose(LOW_AL, LOW_RATE, served, CERTIFIED)
