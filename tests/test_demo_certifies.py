@@ -28,7 +28,8 @@ def test_the_demo_qualifies_the_engine_then_certifies_a_toy_pair_in_process_on_e
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
     assert "served through olah" in done.stdout and "A Celery worker takes the queue" in done.stdout, done.stdout
     summary = done.stdout.splitlines()[-2:]  # the table: its header and the one pair's row
-    assert summary[0].split()[:2] == ["pair", "AL"] and "speed not measured" in summary[1], done.stdout
+    assert summary[0].split()[:3] == ["family", "pair", "AL"] and "speed not measured" in summary[1], done.stdout
+    assert summary[1].startswith("llama ")  # the demo's first pair is Llama's, then one of each other family
     assert "provisional" in summary[1]  # no figure is printed that was not measured, no label it does not support
     # A console a person reads: the engines' logs and the worker's are in files under var/log/, named on it.
     assert len(done.stdout.splitlines()) + len(done.stderr.splitlines()) <= 60, (done.stdout, done.stderr)

@@ -79,7 +79,7 @@ def test_the_web_tier_imports_and_serves_with_torch_absent(tmp_path):
     result = subprocess.run([sys.executable, "-c", BLOCK_TORCH], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1].split() == ["200", "200", "200"]
-    assert "toy zoo's 5 pairs" in result.stdout
+    assert "toy zoo's 9 pairs" in result.stdout
 
 
 def test_the_web_dependencies_do_not_pull_in_an_engine():
