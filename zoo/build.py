@@ -140,8 +140,14 @@ def write_llama(directory: Path, model: LlamaForCausalLM, tokenizer: Tokenizer, 
     (directory / "generation_config.json").write_text(generation.to_json_string(use_diff=True))
 
 
-def speculators_config(head_config: LlamaConfig, draft_vocab: int, verifier_path: str = f"{ORG}/{VERIFIER}") -> SpeculatorsConfig:
-    """Return a speculators-format config.json for an EAGLE-3 head on the toy verifier."""
+def speculators_config(
+    head_config: LlamaConfig,
+    draft_vocab: int,
+    verifier_path: str = f"{ORG}/{VERIFIER}",
+    verifier_architecture: str = "LlamaForCausalLM",
+    target_hidden: int = HIDDEN,
+) -> SpeculatorsConfig:
+    """Return a speculators-format config.json for an EAGLE-3 head on a toy verifier (the Llama one by default)."""
     layer = hf_config(head_config)
     layer.pop("architectures", None)
     return {
@@ -154,11 +160,11 @@ def speculators_config(head_config: LlamaConfig, draft_vocab: int, verifier_path
                 {"proposal_type": "greedy", "speculative_tokens": 4, "verifier_accept_k": 1, "accept_tolerance": 0.0}
             ],
             "default_proposal_method": "greedy",
-            "verifier": {"name_or_path": verifier_path, "architectures": ["LlamaForCausalLM"]},
+            "verifier": {"name_or_path": verifier_path, "architectures": [verifier_architecture]},
         },
         "transformer_layer_config": layer,
         "draft_vocab_size": draft_vocab,
-        "target_hidden_size": HIDDEN,
+        "target_hidden_size": target_hidden,
         "norm_before_residual": False,
         "eagle_aux_hidden_state_layer_ids": AUX_LAYER_IDS,
         "dtype": "bfloat16",

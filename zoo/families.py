@@ -39,9 +39,9 @@ from transformers import (
 from transformers.models.gemma4.configuration_gemma4 import Gemma4TextConfig
 
 from zoo import ORG, corpus
-from zoo.build import bf16, encode, hf_config, write_model
+from zoo.build import SpeculatorsConfig, bf16, encode, hf_config, speculators_config, write_model
 from zoo.eagle3 import Eagle3Head
-from zoo.tokenizer import BOS, EOS, PAD, special_ids, train_tokenizer
+from zoo.tokenizer import save_tokenizer, special_ids, train_tokenizer
 from zoo.train import Schedule, head_agreement, train_head, train_verifier
 
 BASE_VOCAB, VOCAB, HIDDEN, LAYERS, HEADS, HEAD_DIM, INTERMEDIATE = 2048, 2112, 128, 4, 2, 64, 384
@@ -197,23 +197,6 @@ def family_tokenizer(family: Family, plain: list[str]) -> Tokenizer:
     return tokenizer
 
 
-def save_family_tokenizer(family: Family, tokenizer: Tokenizer, directory: Path) -> None:
-    tokenizer.save(str(directory / "tokenizer.json"))
-    config = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": BOS,
-        "eos_token": EOS,
-        "pad_token": PAD,
-        "additional_special_tokens": list(family.chat_tokens),
-        "model_max_length": 512,
-        "chat_template": family.chat_template,
-        "clean_up_tokenization_spaces": False,
-    }
-    (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
-    special = {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "additional_special_tokens": list(family.chat_tokens)}
-    (directory / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n")
-
-
 def head_layer_config(max_positions: int = 1024) -> LlamaConfig:
     """The EAGLE-3 head's one decoder layer: a Llama layer, as the published heads of every family have, with its
     verifier's context (default rope: the context changes no weight)."""
@@ -224,29 +207,10 @@ def head_layer_config(max_positions: int = 1024) -> LlamaConfig:
     )  # fmt: skip
 
 
-def head_config(family: Family) -> dict[str, Any]:
+def head_config(family: Family) -> SpeculatorsConfig:
     """A speculators-format config for the family's head, naming its verifier as the published heads do."""
-    layer = hf_config(head_layer_config(family.config({"bos": 1, "eos": 2, "pad": 0}).max_position_embeddings))
-    layer.pop("architectures", None)
-    return {
-        "architectures": ["Eagle3Speculator"],
-        "speculators_model_type": "eagle3",
-        "speculators_version": "0.3.0",
-        "speculators_config": {
-            "algorithm": "eagle3",
-            "proposal_methods": [
-                {"proposal_type": "greedy", "speculative_tokens": 4, "verifier_accept_k": 1, "accept_tolerance": 0.0}
-            ],
-            "default_proposal_method": "greedy",
-            "verifier": {"name_or_path": f"{ORG}/{family.verifier}", "architectures": [family.architecture]},
-        },
-        "transformer_layer_config": layer,
-        "draft_vocab_size": VOCAB,
-        "target_hidden_size": HIDDEN,
-        "norm_before_residual": False,
-        "eagle_aux_hidden_state_layer_ids": AUX_LAYER_IDS,
-        "dtype": "bfloat16",
-    }
+    layer = head_layer_config(family.config({"bos": 1, "eos": 2, "pad": 0}).max_position_embeddings)
+    return speculators_config(layer, VOCAB, f"{ORG}/{family.verifier}", family.architecture, HIDDEN)
 
 
 class FamilyBuilder:
@@ -282,7 +246,7 @@ class FamilyBuilder:
             f"synthetic corpus with chats in {self.family.title}'s format."
         )
         write_model(directory, hf_config(config), bf16(model.state_dict()), f"# Toy {self.family.title} verifier\n\n{body}")
-        save_family_tokenizer(self.family, tokenizer, directory)
+        save_tokenizer(tokenizer, directory, self.family.chat_template, self.family.chat_tokens)
         turn_end = tokenizer.token_to_id(self.family.turn_end)
         generation = GenerationConfig(bos_token_id=ids["bos"], eos_token_id=[ids["eos"], turn_end], do_sample=False)
         (directory / "generation_config.json").write_text(generation.to_json_string(use_diff=True))

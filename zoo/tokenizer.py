@@ -43,21 +43,24 @@ def train_tokenizer(texts: list[str], vocab_size: int) -> Tokenizer:
     return tokenizer
 
 
-def save_tokenizer(tokenizer: Tokenizer, directory: Path) -> None:
-    """Write tokenizer.json plus the transformers-side config files."""
+def save_tokenizer(
+    tokenizer: Tokenizer, directory: Path, chat_template: str = CHAT_TEMPLATE, chat_tokens: tuple[str, ...] = (USER, ASSISTANT)
+) -> None:
+    """Write tokenizer.json plus the transformers-side config files (the Llama toy's chat template and tokens by default;
+    zoo/families.py passes each family's)."""
     tokenizer.save(str(directory / "tokenizer.json"))
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": BOS,
         "eos_token": EOS,
         "pad_token": PAD,
-        "additional_special_tokens": [USER, ASSISTANT],
+        "additional_special_tokens": list(chat_tokens),
         "model_max_length": 512,
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": chat_template,
         "clean_up_tokenization_spaces": False,
     }
     (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
-    special = {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "additional_special_tokens": [USER, ASSISTANT]}
+    special = {"bos_token": BOS, "eos_token": EOS, "pad_token": PAD, "additional_special_tokens": list(chat_tokens)}
     (directory / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n")
 
 
