@@ -199,6 +199,12 @@ ERRORS: dict[str, ErrorText] = {
         "The verifier's chat template failed to render these messages.",
         "Read the template's error in the message; upload plain prompts, or messages the template accepts.",
     ),
+    "workload:template-too-costly": ErrorText(
+        Fault.USER,
+        "Rendering the verifier's chat template spent its budget; nothing of the upload was kept.",
+        "A chat template formats messages: use a verifier whose template does not loop or build strings without end, "
+        "or upload plain prompts.",
+    ),
     "run:invalid-spec": ErrorText(
         Fault.USER,
         "The run's specification is invalid.",

@@ -28,6 +28,13 @@ DRAFTS_FIELD, DRAFT_TOKENS_FIELD = "spec_decode_num_drafts", "spec_decode_draft_
 ACCEPTED_FIELD, POSITIONS_FIELD = "spec_decode_accepted_tokens", "spec_decode_per_position_acceptance_rates"
 SPEC_DECODE_FIELDS = (AL_FIELD, RATE_FIELD, DRAFTS_FIELD, DRAFT_TOKENS_FIELD, ACCEPTED_FIELD, POSITIONS_FIELD)
 MAX_BYTES = 16 * 2**20  # a result with --save-detailed carries every request's latencies; a few MiB at most
+# What parsing may cost is bounded by the file's shape as well as its size: 16 MiB of `[],` is 5.6 million lists
+# (1.9 s to parse on an EPYC core, and more to walk), 16 MiB of `{}` lines 5.6 million results (19 s). A detailed
+# result of 10,000 requests has about 20,000 objects and arrays, and a sweep appends a result per run.
+MAX_CONTAINERS = 1_000_000
+MAX_RESULTS = 1_000
+# A server's /metrics is tens of KiB (vLLM's, with every histogram, about 60); parsing 16 MiB of text took 4 s.
+MAX_METRICS_BYTES = 2 * 2**20
 RESULT, METRICS = "vllm bench serve result", "/metrics exposition"
 # A stated AL or rate may differ from what its counts give by rounding only (vLLM writes floats at full precision).
 TOLERANCE = 1e-6
@@ -70,6 +77,9 @@ def read(data: bytes, *, name: str) -> Observed:
                       "or a saved /metrics") from None  # fmt: skip
     if text.lstrip().startswith(("{", "[")):
         return _from_result(_records(text, name), name)
+    if len(data) > MAX_METRICS_BYTES:
+        raise Refused("judge:too-large", f"{name} is not JSON, and as a /metrics text it is more than "
+                      f"{MAX_METRICS_BYTES // 2**20} MiB; a server's /metrics is tens of KiB")  # fmt: skip
     try:
         found = exposition.read(text, source=name)
     except exposition.Unreadable as exc:
@@ -83,18 +93,30 @@ def read(data: bytes, *, name: str) -> Observed:
 def _records(text: str, name: str) -> list[dict[str, object]]:
     """The JSON objects in the text: one, a list of them, or one a line (--append-result)."""
     stripped = text.strip()
+    if stripped.count("[") + stripped.count("{") > MAX_CONTAINERS:
+        raise Refused("judge:too-many-values", f"{name} holds more than {MAX_CONTAINERS:,} JSON objects and arrays; "
+                      "a vllm bench serve result, even with --save-detailed, holds two a request")  # fmt: skip
     try:
         found = [_json(stripped, name)]
     except Refused as whole:
         if "\n" not in stripped or whole.code != "judge:not-json":
             raise
-        found = [_json(line, name) for line in stripped.splitlines() if line.strip()]
+        lines = [line for line in stripped.splitlines() if line.strip()]
+        _at_most_results(len(lines), name)
+        found = [_json(line, name) for line in lines]
     if len(found) == 1 and isinstance(found[0], list):
         found = found[0]
+        _at_most_results(len(found), name)
     records = [record for record in found if isinstance(record, dict)]
     if not records or len(records) != len(found):
         raise Refused("judge:not-a-result", f"{name} is JSON but not a vllm bench serve result (a JSON object)")
     return records
+
+
+def _at_most_results(count: int, name: str) -> None:
+    if count > MAX_RESULTS:
+        raise Refused("judge:too-many-results", f"{name} holds {count:,} values to read as results, more than the "
+                      f"{MAX_RESULTS:,} a sweep with --append-result writes; judge one run's file")  # fmt: skip
 
 
 def _json(text: str, name: str) -> object:
@@ -148,8 +170,18 @@ def _counts(record: Mapping[str, object], name: str) -> live.Counts:
 def _count(record: Mapping[str, object], key: str, name: str) -> int:
     value = record[key]
     if not _whole(value) or not 0 <= value <= live.MAX_COUNT:
-        raise Refused("judge:bad-field", f"{name}: {key} is {str(value)[:40]!r}, not a count")
+        raise Refused("judge:bad-field", f"{name}: {key} is {_shown(value)}, not a count")
     return value
+
+
+def _shown(value: object) -> str:
+    """A value as a refusal quotes it: a container by its type (str() would format all of it, and may recurse), a
+    number past 40 digits by its length (str() of a 5,000-digit int is refused by Python itself)."""
+    if isinstance(value, dict | list):
+        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**40:
+        return f"a {value.bit_length() * 30103 // 100000 + 1}-digit number"
+    return repr(value)[:40]
 
 
 def _whole(value: object) -> TypeGuard[int]:
@@ -164,7 +196,7 @@ def _agrees(record: Mapping[str, object], key: str, expected: float, name: str) 
     stated = record[key]
     number = isinstance(stated, int | float) and not isinstance(stated, bool)
     if not number or not math.isclose(float(stated), expected, rel_tol=TOLERANCE, abs_tol=TOLERANCE):  # type: ignore[arg-type]
-        raise Refused("judge:inconsistent", f"{name}: {key} is {str(stated)[:40]}, but its counts give {expected:.6g}: "
+        raise Refused("judge:inconsistent", f"{name}: {key} is {_shown(stated)}, but its counts give {expected:.6g}: "
                       "the file was edited, or is not one vllm bench serve wrote")  # fmt: skip
 
 

@@ -7,6 +7,7 @@ samples and digests them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -95,7 +96,7 @@ def _is_request_line(text: str) -> bool:
 
 def _loads(number: int, text: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise refuse(number, "the JSON is nested too deeply") from None
     except ValueError as exc:
@@ -104,6 +105,14 @@ def _loads(number: int, text: str) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float, refused where it overflows: `1e400` parses as infinity, which no store takes."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is past the largest number a float holds")
+    return value
 
 
 def _jsonl(number: int, head: str, lines: Iterator[tuple[int, str]], limits: Limits) -> Iterator[Request]:
@@ -200,7 +209,7 @@ def _json_document(number: int, head: str, lines: Iterator[tuple[int, str]]) -> 
     """A whole-file JSON document (ShareGPT or a suite); its size is already bounded by the byte limit."""
     text = "\n".join([head, *(t for _, t in lines)])
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise refuse(number, "the JSON is nested too deeply") from None
     except json.JSONDecodeError as exc:

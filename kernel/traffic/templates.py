@@ -3,10 +3,11 @@ input: it renders in Jinja's immutable sandbox, and any reach for Python interna
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kernel import bounded
 from kernel.errors import UserError
 from kernel.traffic.requests import Request, Workload, refuse
 
@@ -170,11 +171,15 @@ def _raise_exception(message: str) -> None:
     raise TemplateError(message)
 
 
+# What rendering a workload's sample may spend (issue 61 §1): a sample of 200 chats renders in tens of ms.
+RENDER_BUDGET = bounded.Budget(cpu_seconds=1, memory_bytes=512 * 2**20, wall_seconds=5.0)
+
+
 def rendered(workload: Workload, template: ChatTemplate | None, encode: Encode, max_model_len: int) -> Workload:
-    """Render and measure every sampled request; refuse, naming the line, one that does not fit the context."""
+    """Render (in a bounded child) and measure every sampled request; refuse, naming the line, one that does not fit
+    the context."""
     sample = []
-    for request in workload.sample:
-        text = render(request, template)
+    for request, text in zip(workload.sample, rendered_texts(workload.sample, template), strict=True):
         tokens = encode(text)
         if tokens + request.max_tokens > max_model_len:
             raise UserError(
@@ -184,3 +189,24 @@ def rendered(workload: Workload, template: ChatTemplate | None, encode: Encode, 
             )
         sample.append(replace(request, text=text, tokens=tokens))
     return replace(workload, sample=tuple(sample))
+
+
+def rendered_texts(requests: Sequence[Request], template: ChatTemplate | None) -> list[str]:
+    """Each request's prompt text, rendered in a child held to RENDER_BUDGET; a template that spends it is refused."""
+    if template is None or all(request.messages is None for request in requests):
+        return [render(request, template) for request in requests]
+    _environment()  # imports Jinja here: an import in a child forked from a threaded parent may wait on a lock
+    try:
+        texts = bounded.run(lambda: [render(request, template) for request in requests], RENDER_BUDGET)
+    except bounded.Exceeded as exceeded:
+        raise UserError("workload:template-too-costly", f"Rendering the {len(requests)} sampled requests "
+                        f"{_SPENT[exceeded.spent]}.") from None  # fmt: skip
+    assert isinstance(texts, list)
+    return [str(text) for text in texts]
+
+
+_SPENT = {
+    "cpu": f"ran past {RENDER_BUDGET.cpu_seconds} s of CPU time", "time": f"ran past {RENDER_BUDGET.wall_seconds:g} s",
+    "memory": f"asked for more than {RENDER_BUDGET.memory_bytes // 2**20} MiB",
+    "answer": f"wrote more than {bounded.MAX_ANSWER_BYTES // 2**20} MiB", "died": "stopped the rendering process",
+}  # fmt: skip

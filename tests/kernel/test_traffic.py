@@ -10,6 +10,7 @@ import pytest
 
 from kernel.errors import UserError
 from kernel.traffic import ChatTemplate, Encode, Limits, Request, Workload, read_workload, render, rendered
+from kernel.traffic.templates import rendered_texts
 
 VERIFIER = Path(__file__).parents[2] / "zoo/models/spechub-toy/llama-verifier"
 
@@ -94,6 +95,10 @@ def test_a_large_upload_is_down_sampled_with_a_seed_the_same_way_in_any_order():
         (jsonl({"prompt": "x", "output_tokens": True}), "line 1: `output_tokens` must be an integer"),
         (jsonl({"question": "x"}), "line 1: the object has neither `messages`"),
         ('{"prompt": NaN}\n', "line 1: not valid JSON"),
+        (
+            '{"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"t": 1e400}}\n',
+            "line 1: not valid JSON (1e400 is past the largest number",
+        ),
         ("[" * 100_000 + "]" * 100_000, "line 1: "),
         ('[{"conversations": []}, 3]', "line 1: `conversations` has no human turn"),
         (
@@ -169,6 +174,31 @@ def test_a_template_that_reaches_for_python_internals_is_refused(source):
         render(Request(7, "chat", messages=(("user", "hi"),)), ChatTemplate(source))
     assert refused.value.code in ("workload:template-unsafe", "workload:template-invalid")
     assert "line 7:" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("source", "spent"),
+    [
+        ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "of CPU time"),
+        ("{{ 'a' * 1000000000 }}", "asked for more than 512 MiB"),
+        ("{% for i in range(100000) %}{{ 'x' * 10000 }}{% endfor %}", "asked for more than 512 MiB"),
+    ],
+)  # fmt: skip
+def test_a_template_whose_loops_or_strings_have_no_end_is_refused_when_it_spends_its_budget(source, spent):
+    chats = [Request(line, "chat", messages=(("user", "hi"),)) for line in range(1, 201)]
+    with pytest.raises(UserError) as refused:
+        rendered_texts(chats, ChatTemplate(source))
+    assert refused.value.code == "workload:template-too-costly" and spent in refused.value.message
+    assert "Rendering the 200 sampled requests" in refused.value.message
+
+
+def test_a_bounded_render_gives_the_same_texts_and_the_same_refusals_as_one_in_process():
+    template, _ = verifier_template()
+    chats = [Request(line, "chat", messages=(("user", f"q{line}"),)) for line in range(1, 4)]
+    assert rendered_texts(chats, template) == [render(request, template) for request in chats]
+    with pytest.raises(UserError) as refused:
+        rendered_texts(chats, ChatTemplate("{{ ''.__class__ }}"))
+    assert refused.value.code == "workload:template-unsafe" and "line 1:" in refused.value.message
 
 
 def test_a_template_raising_its_own_error_is_reported_with_the_templates_message():

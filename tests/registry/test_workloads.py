@@ -114,6 +114,11 @@ def test_a_thousand_requests_are_sampled_to_the_limit_with_a_seed(pairs, owner, 
             "line 3: `messages[0].content` is not a string",
         ),
         (jsonl(CHAT[0]) + "{not json\n", "workload:invalid", "line 2: not valid JSON"),
+        (
+            jsonl(CHAT[0]) + '{"prompt": "x", "chat_template_kwargs": {"t": 1e400}}\n',
+            "workload:invalid",
+            "line 2: not valid JSON (1e400",
+        ),
         (jsonl(CHAT[0], {"prompt": "the tree " * 400}), "workload:too-long", "line 2: the prompt is"),
     ],
 )
