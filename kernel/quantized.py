@@ -87,10 +87,11 @@ def _interval(
     if len(d) < MIN_PROMPTS or effective < MIN_EFFECTIVE_PROMPTS:
         return None
     n, left_out = len(d), []
+    total_a, total_b, total_d, total_e = sum(a), sum(b), sum(d), sum(e)  # once: each leave-one-out is then O(1)
     for i in range(n):
-        rest_d, rest_e = sum(d) - d[i], sum(e) - e[i]
+        rest_d, rest_e = total_d - d[i], total_e - e[i]
         if rest_d and rest_e:
-            left_out.append((sum(b) - b[i]) / rest_e - (sum(a) - a[i]) / rest_d)
+            left_out.append((total_b - b[i]) / rest_e - (total_a - a[i]) / rest_d)
     if len(left_out) < 2:
         return None
     centre = statistics.fmean(left_out)
@@ -132,11 +133,15 @@ def base_of(config: object) -> str | None:
 
 def prompt_counts(acceptance: object) -> list[PromptCounts] | None:
     """A result document's per-prompt counters (acceptance.per_prompt: drafts and accepted, in suite order), or None
-    where the document has none of the right shape (made before issue 53, or hostile)."""
+    where the document has none of the right shape (made before issue 53, or hostile: a list longer or shorter than
+    the prompts the run counts)."""
     found = acceptance.get("per_prompt") if isinstance(acceptance, dict) else None
     drafts = found.get("drafts") if isinstance(found, dict) else None
     accepted = found.get("accepted") if isinstance(found, dict) else None
     if not isinstance(drafts, list) or not isinstance(accepted, list) or len(drafts) != len(accepted):
+        return None
+    prompts = acceptance.get("prompts") if isinstance(acceptance, dict) else None
+    if prompts is not None and prompts != len(drafts):
         return None
     if not all(_count(x) for x in (*drafts, *accepted)):
         return None

@@ -58,6 +58,7 @@ class Observed:
     model_id: str | None = None
     max_concurrency: int | None = None
     note: str = ""  # what a reader should know of how the file was read (the last of several results)
+    temperature: float | None = None  # where the file says (`--metadata temperature=0`): vllm bench serve writes none
 
     @property
     def k(self) -> int | None:
@@ -151,7 +152,35 @@ def _from_result(records: list[dict[str, object]], name: str) -> Observed:
     concurrency = record.get("max_concurrency")
     model = record.get("model_id")
     return Observed(counts, RESULT, model_id=str(model)[:200] if isinstance(model, str) else None,
-                    max_concurrency=concurrency if _whole(concurrency) else None, note=note)  # fmt: skip
+                    max_concurrency=concurrency if _whole(concurrency) else None, note=note,
+                    temperature=_temperature(record, name))  # fmt: skip
+
+
+def _temperature(record: Mapping[str, object], name: str) -> float | None:
+    """The file's temperature: vllm bench serve writes none of its own, but `--metadata temperature=0` writes the
+    string "0" at the top level, and a file may carry a number."""
+    stated = record.get("temperature")
+    if stated is None:
+        return None
+    value = _as_float(stated)
+    if not 0 <= value <= 2:
+        raise Refused("judge:bad-field", f"{name}: temperature is {_shown(stated)}, not a temperature from 0 to 2")
+    return value
+
+
+def _as_float(value: object) -> float:
+    """A number, or a number written as a short string, as a float; NaN for anything else (and for a number past any
+    float: float() of a 400-digit integer raises)."""
+    if isinstance(value, str) and len(value) < 32:
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return float(value) if _number(value) and abs(value) < 1e300 else math.nan  # type: ignore[arg-type]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _counts(record: Mapping[str, object], name: str) -> live.Counts:
@@ -194,8 +223,8 @@ def _rate(value: object) -> bool:
 
 def _agrees(record: Mapping[str, object], key: str, expected: float, name: str) -> None:
     stated = record[key]
-    number = isinstance(stated, int | float) and not isinstance(stated, bool)
-    if not number or not math.isclose(float(stated), expected, rel_tol=TOLERANCE, abs_tol=TOLERANCE):  # type: ignore[arg-type]
+    number = _as_float(stated) if _number(stated) else math.nan
+    if not math.isclose(number, expected, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
         raise Refused("judge:inconsistent", f"{name}: {key} is {_shown(stated)}, but its counts give {expected:.6g}: "
                       "the file was edited, or is not one vllm bench serve wrote")  # fmt: skip
 
@@ -221,18 +250,31 @@ def level_file(document: ResultDocument | None, level: int, *, model_id: str, la
     served: Mapping[str, Any] = figures.get("speculative") or {}
     blocks, per_block = len(figures.get("block_ratios") or []), figures.get("requests_per_block")
     sent = blocks * per_block if blocks and per_block else None
+    delayed = sorted(set(served.get("delayed") or ()) & set(served.get("engine_latency_ms") or {}))
+    if delayed:
+        label += (f"; {', '.join(LATENCY_NAMES.get(m, m) for m in delayed)} are the engine's own (vLLM's histograms): "
+                  "the measuring machine's front end delayed the client's")  # fmt: skip
     written: dict[str, Any] = {
         "date": date, "endpoint_type": "vllm", "backend": "vllm", "label": label, "model_id": model_id,
         "tokenizer_id": model_id, "num_prompts": sent, "request_rate": "inf", "burstiness": 1.0,
         "max_concurrency": level, "completed": sent, "failed": 0 if sent else None,
         "request_throughput": served.get("requests_per_second"), "output_throughput": served.get("tokens_per_second"),
-        **_latencies(served.get("latency_ms") or {}), **_spec_decode(document),
+        **_latencies(_as_read(served)), **_spec_decode(document),
     }  # fmt: skip
     return {key: value for key, value in written.items() if value is not None}
 
 
 # SpecHub's latency names, as vLLM's percentile metrics name them (vllm bench serve's process_one_metric).
 LATENCY_NAMES = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2el"}
+
+
+def _as_read(served: Mapping[str, Any]) -> dict[str, Mapping[str, float | None]]:
+    """Each latency as the page reads it: the client's, or the engine's own where the measuring machine's front end
+    delayed the client's (the level's `delayed`), so the file never holds a figure the page labels delayed."""
+    client: Mapping[str, Any] = served.get("latency_ms") or {}
+    engine: Mapping[str, Any] = served.get("engine_latency_ms") or {}
+    delayed = set(served.get("delayed") or ()) & set(engine)
+    return {metric: engine[metric] if metric in delayed else client[metric] for metric in {*client, *delayed}}
 
 
 def _latencies(latency: Mapping[str, Mapping[str, float | None]]) -> dict[str, float]:

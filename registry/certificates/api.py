@@ -115,6 +115,11 @@ class Conflict(APIException):
     default_code = "conflict"
 
 
+class Revoked(APIException):
+    status_code = 410
+    default_code = "revoked"
+
+
 class QueueUnavailable(APIException):
     status_code = 503
     default_code = "queue-unavailable"
@@ -174,6 +179,10 @@ class LevelDownload(APIView):
     @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int, concurrency: int) -> HttpResponse:
         certificate = get_object_or_404(visible_certificates(request.user).select_related("run__pair__verifier"), pk=pk)
+        if certificate.revoked_at is not None:  # a revoked run is no reference for anything, a user's own run included
+            raise Revoked(f"Certificate {pk} was revoked on {certificate.revoked_at:%Y-%m-%d} "
+                          f"({certificate.revocation_reason[:200]}): its figures are no reference. Hold your run to "
+                          f"the pair's newest unrevoked certificate.")  # fmt: skip
         written = level_as_bench_result(certificate=certificate, concurrency=concurrency)
         if written is None:
             raise NotFound(f"Certificate {pk}'s run measured no concurrency {concurrency}.")

@@ -25,7 +25,7 @@ class JudgeFields(TypedDict):
     draft: str
     verifier: str
     k: int | None
-    temperature: float
+    temperature: float | None
     hardware: str
 
 
@@ -36,8 +36,10 @@ class JudgeIn(serializers.Serializer[JudgeFields]):
     verifier = serializers.CharField(max_length=200)
     k = WholeNumberField(required=False, allow_null=True, default=None, min_value=1, max_value=64,
                          help_text="num_speculative_tokens; by default the positions the file counts.")  # fmt: skip
-    temperature = serializers.FloatField(required=False, default=0.0, min_value=0.0, max_value=2.0,
-                                         help_text="The run's temperature: 0, or one the certified run measured.")  # fmt: skip
+    temperature = serializers.FloatField(required=False, default=None, allow_null=True, min_value=0.0, max_value=2.0,
+                                         help_text="The run's temperature: 0, or one the certified run measured. By "
+                                         "default the file's (`--metadata temperature=0`), else 0, and the answer "
+                                         "says it was assumed.")  # fmt: skip
     hardware = serializers.CharField(required=False, default="cpu", max_length=32)
 
 

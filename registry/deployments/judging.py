@@ -32,7 +32,7 @@ class Question:
     draft: str  # the draft's repo id; "" for a pair without one (ngram, suffix)
     verifier: str
     k: int | None = None  # None: the file's own (the positions it counts)
-    temperature: float = 0.0
+    temperature: float | None = None  # None: the file's own where it says, else 0, and the answer says it was assumed
     hardware: str = "cpu"
 
 
@@ -44,6 +44,7 @@ class Held(TypedDict):
     engine_version: str
     hardware: str
     temperature: float
+    temperature_from: str  # "given", "the file", or "assumed" (neither said: vllm bench serve writes none)
 
 
 class Answer(judging.Judgement):
@@ -96,11 +97,31 @@ def band_for(*, run: CertificationRun, temperature: float) -> judging.Band:
 def file_judge(*, data: bytes, name: str, question: Question) -> Answer:
     """Read the file, find the band, judge; vllm_results.Refused or NotCertified say why not."""
     observed = vllm_results.read(data, name=name)
+    temperature, source = _temperature(question, observed, name)
     run = certified_run_for(question=question, k=question.k if question.k is not None else observed.k)
-    judged = judging.judge(observed, band_for(run=run, temperature=question.temperature))
+    judged = judging.judge(observed, band_for(run=run, temperature=temperature))
     held: Held = {"pair": run.pair_id, "run": run.pk, "engine_version": run.engine_version, "hardware": run.hardware,
-                  "temperature": question.temperature}  # fmt: skip
+                  "temperature": temperature, "temperature_from": source}  # fmt: skip
+    if source == ASSUMED:
+        judged["note"] = "; ".join(filter(None, [judged["note"], ASSUMED_NOTE]))
     return {**judged, "held": held}
+
+
+ASSUMED = "assumed"
+ASSUMED_NOTE = ("temperature 0 assumed: neither the file nor the request says. vllm bench serve writes no temperature, "
+                "and without --temperature 0 its requests sample at the server's default (often 1); give the run's "
+                "temperature, or run with --temperature 0 --metadata temperature=0")  # fmt: skip
+
+
+def _temperature(question: Question, observed: vllm_results.Observed, name: str) -> tuple[float, str]:
+    """The temperature the file is held at, and where it was read: the request's, the file's, or 0 assumed."""
+    given, stated = question.temperature, observed.temperature
+    if given is not None and stated is not None and given != stated:
+        raise vllm_results.Refused("judge:temperature-conflict", f"{name} says temperature {stated:g}, and the "
+                                   f"request {given:g}: leave the request's out, or judge the file it names")  # fmt: skip
+    if given is not None:
+        return given, "given"
+    return (stated, "the file") if stated is not None else (0.0, ASSUMED)
 
 
 @dataclass(frozen=True)

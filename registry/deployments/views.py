@@ -189,9 +189,9 @@ class JudgeForm(forms.Form):
     draft = forms.CharField(max_length=200, required=False, help_text="The draft's Hub repo id (blank for ngram or suffix).")
     verifier = forms.CharField(max_length=200)
     k = forms.IntegerField(min_value=1, max_value=64, required=False, help_text="By default the positions the file counts.")
-    temperature = forms.FloatField(min_value=0.0, max_value=2.0, initial=0.0, required=False,
+    temperature = forms.FloatField(min_value=0.0, max_value=2.0, required=False,
                                    help_text="Your run's: vllm bench serve without --temperature samples at the server's "
-                                   "default (often 1).")  # fmt: skip
+                                   "default (often 1). Blank: the file's, else 0, assumed and said.")  # fmt: skip
     hardware = forms.CharField(max_length=32, initial="cpu")
 
 
@@ -213,7 +213,7 @@ def judge(request: HttpRequest) -> HttpResponse:
     elif request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         question = judging.Question(draft=data["draft"].strip(), verifier=data["verifier"].strip(), k=data["k"],
-                                    temperature=data["temperature"] or 0.0, hardware=data["hardware"].strip())  # fmt: skip
+                                    temperature=data["temperature"], hardware=data["hardware"].strip())  # fmt: skip
         answer = judging.judge_upload(upload=data["file"], question=question)
     status = answer.status if isinstance(answer, judging.Refusal) else (400 if form.errors else 200)
     return render(request, "registry/judge.html", {"form": form, "answer": answer}, status=status)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from django.core.cache import cache
+
 from kernel import quantized
 from registry.models import CertificationRun, Pair
 from registry.states import RunState
@@ -50,7 +52,7 @@ def quantized_comparison(*, run: CertificationRun | None) -> QuantizedComparison
     base = _base_run(pair, draft, verifier, "verifier" in found, environment)
     if base is None:
         return {**shown, "text": f"not compared: certify {named} first, on the same suite, build, hardware and k"}
-    change, line = _compared(base, document)
+    change, line = _compared(run, base)
     return {**shown, "against_run": base.pk, "change": change, "text": line}
 
 
@@ -62,7 +64,8 @@ def _base(found: dict[str, quantized.Side], role: str, own: str | None) -> str |
 def _base_run(
     pair: Pair, draft: str | None, verifier: str | None, verifier_quantized: bool, environment: object
 ) -> CertificationRun | None:
-    """The newest finished public suite run of the derived-from pair that pairs with this one per prompt."""
+    """The newest finished, unrevoked public suite run of the derived-from pair that pairs with this one per prompt,
+    without its document: only each candidate's environment is read."""
     pairs = Pair.objects.filter(method=pair.method, num_speculative_tokens=pair.num_speculative_tokens,
                                 verifier__repo_id=verifier, draft__repo_id=draft).exclude(pk=pair.pk)  # fmt: skip
     if not verifier_quantized:  # the verifier itself, at the same commit
@@ -70,30 +73,38 @@ def _base_run(
     chosen = [p.pk for p in pairs if p.options == pair.options]
     runs = CertificationRun.objects.public().filter(pair__in=chosen, state=RunState.FINISHED, workload__isnull=True,
                                                     hardware=_hardware(environment))  # fmt: skip
-    for candidate in runs.order_by("-finished_at", "-id")[:20]:
-        theirs: Any = candidate.result
-        if isinstance(theirs, dict) and quantized.unpaired_reason(environment, theirs.get("environment")) is None:
-            return candidate
-    return None
+    runs = runs.exclude(certificate__revoked_at__isnull=False)  # a revoked run is no reference for anything
+    newest = runs.order_by("-finished_at", "-id").values_list("pk", "result__environment")[:20]
+    found = next((pk for pk, theirs in newest if quantized.unpaired_reason(environment, theirs) is None), None)
+    return CertificationRun.objects.only("pk", "created_at").get(pk=found) if found is not None else None
 
 
 def _hardware(environment: object) -> object:
     return environment.get("hardware_class") if isinstance(environment, dict) else None
 
 
-def _compared(base: CertificationRun, document: dict[str, Any]) -> tuple[quantized.AlChange | None, str]:
-    theirs, ours = (_counts(d) for d in (base.result, document))
-    if theirs is None or ours is None:
-        missing = f"run {base.pk}" if theirs is None else "this run"
-        return None, f"not compared: {missing} kept no per-prompt counters; certify it again to pair them"
+def _compared(ours: CertificationRun, base: CertificationRun) -> tuple[quantized.AlChange | None, str]:
+    """The change of run `ours` against run `base`, computed once and kept: a finished run's document never changes,
+    and the per-prompt lists grow with the suite (20,000 prompts a side cost seconds a view before issue 61). The key
+    holds each run's creation time as well as its id, so that a database that reuses ids reuses no answer."""
+    key = f"quantized-change:{ours.pk}:{ours.created_at.timestamp()}:{base.pk}:{base.created_at.timestamp()}"
+    kept = cache.get(key)
+    if kept is None:
+        kept = _paired(ours.pk, base.pk)
+        cache.set(key, kept, timeout=None)
+    change, line = kept
+    return change, line
+
+
+def _paired(ours: int, base: int) -> tuple[quantized.AlChange | None, str]:
+    acceptance = dict(CertificationRun.objects.filter(pk__in=(ours, base))
+                      .values_list("pk", "result__stages__speculative__acceptance"))  # fmt: skip
+    theirs, mine = (quantized.prompt_counts(acceptance.get(pk)) for pk in (base, ours))
+    if theirs is None or mine is None:
+        missing = f"run {base}" if theirs is None else "this run"
+        return None, f"not compared: {missing} kept no per-prompt counters of its prompts; certify it again to pair them"
     try:
-        change = quantized.al_change(theirs, ours)
+        change = quantized.al_change(theirs, mine)
     except quantized.Unpaired as why:
         return None, f"not compared: {why}"
-    return change, f"{quantized.change_text(change)} (against run {base.pk})"
-
-
-def _counts(document: object) -> list[quantized.PromptCounts] | None:
-    stages = document.get("stages") if isinstance(document, dict) else None
-    speculative = stages.get("speculative") if isinstance(stages, dict) else None
-    return quantized.prompt_counts(speculative.get("acceptance") if isinstance(speculative, dict) else None)
+    return change, f"{quantized.change_text(change)} (against run {base})"

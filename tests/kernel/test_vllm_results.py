@@ -191,3 +191,15 @@ def test_a_certified_level_is_written_in_vllms_own_field_names_and_reads_back_as
     assert back.counts.per_position == (480, 390, 330, 240) and back.counts.drafts == 600 and back.max_concurrency == 4
     with pytest.raises(KeyError):
         vllm_results.level_file(certified_document(), 8, model_id="m", label="", date="")  # type: ignore[arg-type]
+
+
+def test_a_level_whose_client_latency_was_delayed_writes_the_engines_own_as_the_page_shows_it():
+    document: Any = certified_document()
+    served = document["stages"]["throughput"]["levels"]["4"]["speculative"]
+    engine = {"p50": 4.0, "p90": 5.0, "p95": 5.5, "p99": 6.0}
+    served["engine_latency_ms"] = {"ttft": engine, "itl": engine}
+    served["delayed"] = ["ttft"]  # the itl agreed, so the client's is the one to read
+    written = vllm_results.level_file(document, 4, model_id="m", label="c=4", date="")
+    assert (written["p50_ttft_ms"], written["median_ttft_ms"], written["p99_ttft_ms"]) == (4.0, 4.0, 6.0)
+    assert written["p50_itl_ms"] == 10.0 and written["p50_tpot_ms"] == 10.0
+    assert "ttft are the engine's own" in written["label"] and "itl" not in written["label"].split("c=4")[1]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -18,6 +19,7 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from kernel import vllm_results
 from kernel.formats import rules, vllm_support
+from registry.certificates.revocation import certificate_revoke
 from registry.models import Certificate, CertificationRun, Pair
 from registry.runs.qualifications import qualification_record
 from registry.states import RunState
@@ -68,6 +70,42 @@ def test_the_judge_endpoint_answers_within_below_and_above_and_refuses_a_file_wi
     sampled = upload(client, bench_result(WITHIN), temperature="0.7")
     assert sampled.status_code == 404 and "not 0.7" in sampled.json()["error"]["message"]
     assert upload(client, bench_result(WITHIN), temperature="nan").status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_judge_reads_the_temperature_from_the_file_and_says_when_it_assumed_one():
+    certified_pair()
+    client = Client()
+    assumed = upload(client, bench_result(WITHIN)).json()
+    assert assumed["held"]["temperature"] == 0.0 and assumed["held"]["temperature_from"] == "assumed"
+    assert "temperature 0 assumed" in assumed["note"] and "--metadata temperature=0" in assumed["note"]
+    from_file = upload(client, {**bench_result(WITHIN), "temperature": "0"}).json()  # as --metadata temperature=0 writes it
+    assert (from_file["held"]["temperature_from"], from_file["note"]) == ("the file", "")
+    sampled = upload(client, {**bench_result(WITHIN), "temperature": "0.7"})
+    assert sampled.status_code == 404 and "not 0.7" in sampled.json()["error"]["message"]
+    given = upload(client, bench_result(WITHIN), temperature="0").json()
+    assert given["held"]["temperature_from"] == "given" and "assumed" not in given["note"]
+    conflict = upload(client, {**bench_result(WITHIN), "temperature": 1}, temperature="0")
+    assert conflict.status_code == 422 and conflict.json()["error"]["code"] == "judge:temperature-conflict"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("shape", "code"),
+    [
+        (b"{}\n" * (vllm_results.MAX_BYTES // 3 - 1), "judge:too-many-values"),
+        (b"[" + b"[]," * (vllm_results.MAX_BYTES // 3 - 1) + b"[]]", "judge:too-many-values"),
+        (b"vllm:x 1\n" * (vllm_results.MAX_BYTES // 9 - 1), "judge:too-large"),
+        (b'{"a": [' + b"1," * (vllm_results.MAX_BYTES // 2 - 8) + b"1]}", "judge:no-spec-decode"),
+    ],
+)  # fmt: skip
+def test_a_16_mib_hostile_file_is_refused_with_its_reason_by_the_endpoint_and_the_page(shape, code):
+    certified_pair()
+    refused = upload(Client(), shape)
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == code
+    page = Client().post("/judge/", {"verifier": VERIFIER, "draft": DRAFT, "hardware": "cpu",
+                                     "file": SimpleUploadedFile("r.json", shape)})  # fmt: skip
+    assert page.status_code == 422
 
 
 @pytest.mark.django_db
@@ -142,6 +180,19 @@ def test_a_certified_level_downloads_in_vllms_own_field_names():
     assert Client().get(f"/api/v1/certificates/{certificate.pk}/levels/8/vllm-bench-serve.json").status_code == 404
     link = f"/api/v1/certificates/{certificate.pk}/levels/4/vllm-bench-serve.json"
     assert link in Client().get(f"/pairs/{pair.pk}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_revoked_certificates_level_is_gone_with_the_reason_not_downloaded_as_certified():
+    run = finish_run(PairFactory.create())
+    run.result = {**certified_document(), "spec": run.result["spec"]}  # type: ignore[index]
+    run.save(update_fields=["result"])
+    certificate = Certificate.objects.get(run=run)
+    certificate_revoke(certificate_id=certificate.pk, user=User.objects.create_user("staff", is_staff=True),
+                       reason="the draft's weights were swapped")  # fmt: skip
+    answer = Client().get(f"/api/v1/certificates/{certificate.pk}/levels/4/vllm-bench-serve.json")
+    assert answer.status_code == 410 and answer.json()["error"]["code"] == "revoked"
+    assert "the draft's weights were swapped" in answer.json()["error"]["message"]
 
 
 @pytest.mark.django_db

@@ -9,8 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
+from kernel import quantized as kernel_quantized
+from kernel.quantized import al_change
+from registry.certificates.revocation import certificate_revoke
 from registry.models import CertificationRun, HubModel, Pair
 from registry.runs.quantized import JUDGED_BASE, JUDGED_QUANTIZED, quantized_comparison
 from registry.runs.services import run_claim, run_create, run_finish
@@ -100,3 +106,44 @@ def test_an_unquantized_pair_shows_no_comparison():
     run = finish(base, ACCEPTED, {"draft": None, "verifier": None})
     assert quantized_comparison(run=run) is None
     assert Client().get(f"/api/v1/runs/{run.pk}/").json()["quantized"] is None
+
+
+def test_a_revoked_base_run_is_no_reference_and_the_next_newest_unrevoked_one_is_paired():
+    base, quantized = pairs()
+    older = finish(base, ACCEPTED, {"draft": None, "verifier": None})
+    newer = finish(base, ACCEPTED, {"draft": None, "verifier": None})
+    run = finish(quantized, LOST, draft_quantized())
+    found = quantized_comparison(run=run)
+    assert found is not None and found["against_run"] == newer.pk
+    staff = User.objects.create_user("staff", is_staff=True)
+    certificate_revoke(certificate_id=newer.certificate.pk, user=staff, reason="the base draft was swapped")
+    found = quantized_comparison(run=run)
+    assert found is not None and found["against_run"] == older.pk
+    certificate_revoke(certificate_id=older.certificate.pk, user=staff, reason="the same")
+    found = quantized_comparison(run=run)
+    assert found is not None and found["against_run"] is None and found["text"].startswith("not compared: certify")
+
+
+def test_per_prompt_counters_that_are_not_one_a_prompt_are_not_paired():
+    base, quantized = pairs()
+    finish(base, ACCEPTED + ACCEPTED, {"draft": None, "verifier": None})  # 64 counters of a run of 32 prompts
+    found = quantized_comparison(run=finish(quantized, LOST, draft_quantized()))
+    assert found is not None and found["change"] is None and "kept no per-prompt counters of its prompts" in found["text"]
+
+
+def test_the_comparison_is_computed_once_and_kept_not_on_every_view(monkeypatch):
+    base, quantized = pairs()
+    finish(base, ACCEPTED, {"draft": None, "verifier": None})
+    run = finish(quantized, LOST, draft_quantized())
+    computed: list[int] = []
+
+    def counted(*sides: Any) -> Any:
+        computed.append(len(sides))
+        return al_change(*sides)
+
+    monkeypatch.setattr(kernel_quantized, "al_change", counted)
+    first = quantized_comparison(run=run)
+    with CaptureQueriesContext(connection) as queries:
+        again = quantized_comparison(run=run)
+    assert again == first and len(computed) == 1
+    assert not [query for query in queries.captured_queries if "stages" in query["sql"]]  # no document read again
