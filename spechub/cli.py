@@ -7,7 +7,8 @@
     spechub verify certificate.json [--public-key issuer.pem | --url URL]   # no server needed with a key
     spechub reproduce certificate.json --out reproduced.json     # verifies first; needs the engine installed
     spechub watch --deployment 7 --metrics http://127.0.0.1:8000/metrics   # push a vLLM server's spec-decode counters
-    spechub log watch --url https://spechub.example --every 300   # a witness: each checkpoint extends the last seen
+    spechub log watch --url https://spechub.example --every 300   # a witness: each checkpoint extends the last seen,
+                                                                  # and a monitor: every new entry read, revocations kept
     spechub judge result.json --draft org/head --verifier org/model   # is my AL normal? exit 0 within, 3 below/above
 
 The server comes from --url, SPECHUB_URL or the config file; the token from SPECHUB_TOKEN or the
@@ -17,8 +18,10 @@ first use (only for a certificate and a server that name an issuer), then never 
 certificate's issuer must be the one pinned with it. With a server named, `verify` then checks the file's
 inclusion in the server's transparency log under a signed checkpoint, and that checkpoint's consistency with the
 last one this client saw (kept in known_checkpoints.json beside known_keys.json); a revoked certificate says why
-and exits 1. Every answer is checked against its shape (spechub.shapes), and one over 32 MiB is refused
-(--max-answer-mb raises the cap).
+and exits 1, whether the server's answer says so or a revocation `log watch` read from the log does (kept in
+known_revocations.json), and a log this client kept a checkpoint of may not answer empty. Text from the server prints
+with its control characters escaped (kernel.plain). Every answer is checked against its shape (spechub.shapes), and
+one over 32 MiB is refused (--max-answer-mb raises the cap).
 Exit codes: 0 done (and the verdict meets --require); 1 the pair's
 or the input's fault; 2 the service's fault or unreachable; 3 a verdict below --require.
 """
@@ -26,6 +29,7 @@ or the input's fault; 2 the service's fault or unreachable; 3 a verdict below --
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import subprocess
@@ -34,7 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spechub import capped, keyring, logbook, watch
+from kernel.plain import shown
+from spechub import capped, keyring, logbook, monitor, watch
 from spechub.client import Client, SpecHubError
 from spechub.shapes import AtConcurrency, Property, Run, Verdict
 
@@ -93,8 +98,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     reproduce.add_argument("--out", type=Path, required=True)
     log = command("log", "The transparency log: `spechub log watch` checks each checkpoint extends the last you saw.")
     log.add_argument("action", choices=["watch"])
-    log.add_argument("--every", type=float, default=300.0, metavar="SECONDS", help="Seconds between checkpoints (default 300).")
-    log.add_argument("--count", type=int, metavar="M", help="Stop after this many checkpoints (default: until Ctrl-C).")
+    log.add_argument("--every", type=_seconds, default=300.0, metavar="SECONDS",
+                     help="Seconds between checkpoints (default 300).")  # fmt: skip
+    log.add_argument("--count", type=_count, metavar="M", help="Stop after this many checkpoints (default: until Ctrl-C).")
     log.add_argument("--public-key", type=Path, help="The issuer's PEM public key; without it, the key pinned for the server.")
     log.add_argument("--issuer", help="With --public-key: the issuer (the server's URL) whose log this is.")
     _watch_arguments(command("watch", "Push a vLLM server's spec-decode counters to a deployment you registered."))
@@ -103,8 +109,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     judging.add_argument("--draft", default="", help="The draft's Hub repo id (omit for ngram or suffix).")
     judging.add_argument("--verifier", required=True, help="The verifier's Hub repo id.")
     judging.add_argument("--k", type=int, help="num_speculative_tokens (default: the positions the file counts).")
-    judging.add_argument("--temperature", type=float, default=0.0,
-                         help="The temperature the run sampled at (default 0). vllm bench serve sends none without "
+    judging.add_argument("--temperature", type=float, default=None,
+                         help="The temperature the run sampled at. By default the file's (vllm bench serve --metadata "
+                         "temperature=0 writes it), else 0, assumed and said: vllm bench serve sends none without "
                          "--temperature, and the server's default (often 1) applies.")  # fmt: skip
     judging.add_argument("--hardware", default="cpu", help="The hardware class of the certified band (default cpu).")
     return parser.parse_args(argv)
@@ -118,6 +125,23 @@ def _mebibytes(text: str) -> float:
     if not (math.isfinite(found) and found > 0):
         raise argparse.ArgumentTypeError(f"give a number of MiB above 0, not {text[:40]!r}")
     return found
+
+
+def _seconds(text: str) -> float:
+    try:
+        found = float(text)
+    except ValueError:
+        found = math.nan
+    if not (math.isfinite(found) and 0 < found <= watch.MAX_EVERY):
+        raise argparse.ArgumentTypeError(f"give a number of seconds above 0 and at most {watch.MAX_EVERY:.0f} (a day), "
+                                         f"not {text[:40]!r}")  # fmt: skip
+    return found
+
+
+def _count(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise argparse.ArgumentTypeError(f"give a whole number of 1 or more, not {text[:40]!r}")
+    return int(text)
 
 
 def _pair_arguments(parser: argparse.ArgumentParser, *, draft_required: bool) -> None:
@@ -151,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             return log_watch(args)
         return int(COMMANDS[args.command](_client(args), args))
     except SpecHubError as error:
-        print(f"spechub: {error.code}: {error.message}", file=sys.stderr)
+        print(f"spechub: {shown(error.code)}: {shown(error.message)}", file=sys.stderr)
         return INVALID if 300 <= error.status < 500 else 2  # a redirect: the URL given was not the server's own
     except OSError as error:  # a file named on the command line: missing, a directory, not ours to read or write
         named = error.filename if error.filename is not None else "a file"
@@ -171,17 +195,18 @@ def gate(client: Client, args: argparse.Namespace) -> int:
                                   verifier_revision=args.verifier_revision, draft_revision=args.revision)  # fmt: skip
     compatible = report["compatible"] is True  # checked a bool already; only true passes, whatever else comes
     said = "compatible" if compatible else "INCOMPATIBLE"
-    print(f"{said}: {report['method']}, k={report['num_speculative_tokens']}")
+    print(f"{said}: {shown(report['method'])}, k={report['num_speculative_tokens']}")
     for finding in report["findings"]:
-        print(f"  {finding['severity']:<8} {finding['code']}: {finding['message']}")
+        print(f"  {shown(finding['severity']):<8} {shown(finding['code'])}: {shown(finding['message'])}")
     return 0 if compatible else INVALID
 
 
 def submit(client: Client, args: argparse.Namespace) -> int:
     submission = client.submit(draft=args.draft, verifier=args.verifier, revision=args.revision,
                                verifier_revision=args.verifier_revision, method=args.method, k=args.k)  # fmt: skip
-    print(f"submission {submission['id']}: {submission['status']}"
-          + (f" ({submission['refusal_code']}: {submission['refusal_message']})" if submission.get("refusal_code") else "")
+    print(f"submission {submission['id']}: {shown(submission['status'])}"
+          + (f" ({shown(submission['refusal_code'])}: {shown(submission['refusal_message'])})"
+             if submission.get("refusal_code") else "")
           + (f"; run {submission['run']}, pair {submission['pair']}" if submission.get("run") else ""))  # fmt: skip
     if submission["status"] == "refused":
         return INVALID
@@ -193,7 +218,7 @@ def submit(client: Client, args: argparse.Namespace) -> int:
         certificate = client.pair(run["pair"]).get("certificate")
         if certificate and certificate["run"] == run["id"]:
             args.out.write_bytes(client.certificate_file(certificate["id"]))
-            print(f"certificate {certificate['digest'][:12]} -> {args.out}")
+            print(f"certificate {shown(certificate['digest'][:12])} -> {args.out}")
     return judged(run, args.require)
 
 
@@ -205,7 +230,7 @@ def follow(client: Client, run_id: int) -> Run:
 
         def show(run: Run) -> None:
             bar.n = run.get("progress") or 0
-            bar.set_postfix_str(f"{run['state']} · {run.get('stage') or ''}")
+            bar.set_postfix_str(f"{shown(run['state'])} · {shown(run.get('stage') or '')}")
 
         return client.wait(run_id, on_progress=show)
 
@@ -213,13 +238,13 @@ def follow(client: Client, run_id: int) -> Run:
 def judged(run: Run, require: str) -> int:
     """Print the run's end and each property's verdict; the exit status follows the verdict against `require`."""
     if run["state"] != "finished":
-        print(f"run {run['id']} ended {run['state']}: {run.get('error_code')}: {run.get('error_message')}")
+        print(f"run {run['id']} ended {shown(run['state'])}: {shown(run.get('error_code'))}: {shown(run.get('error_message'))}")
         return INVALID if run["state"] == "failed_user" else 2
     verdict = run.get("verdict")
     label = verdict.get("verdict") if verdict else None
-    print(f"run {run['id']}: {label}")
+    print(f"run {run['id']}: {shown(label)}")
     for name, judgement in _judgements(verdict).items():
-        print(f"  {name:<10} {judgement['outcome']:<24} {judgement['reason']}")
+        print(f"  {shown(name):<10} {shown(judgement['outcome']):<24} {shown(judgement['reason'])}")
     meets = LEVELS.get(str(label), -1) >= LEVELS[require]
     if not meets:
         print(f"below the required level: {require}", file=sys.stderr)
@@ -235,13 +260,15 @@ def runs(client: Client, args: argparse.Namespace) -> int:
     for run in client.runs():
         found = run.get("verdict")
         verdict = (found.get("verdict") if found else None) or ""
-        print(f"{run['id']:>6}  pair {run['pair']:>5}  {run['state']:<12} {run.get('stage') or '':<12} {verdict}")
+        print(f"{run['id']:>6}  pair {run['pair']:>5}  {shown(run['state']):<12} {shown(run.get('stage') or ''):<12} "
+              f"{shown(verdict)}")  # fmt: skip
     return 0
 
 
 def recommend(client: Client, args: argparse.Namespace) -> int:
     answer = client.recommend(verifier=args.verifier, concurrency=args.concurrency, hardware=args.hardware)
     best = answer.get("best")
+    # json.dumps writes a control character in the server's answer as an escape, so `best` prints as it is.
     print(json.dumps(best, indent=2) if best else f"no certified draft for {args.verifier} on {args.hardware}")
     return 0 if best else INVALID
 
@@ -255,7 +282,7 @@ def verify(args: argparse.Namespace) -> int:
         return INVALID
     verified, key = found
     text, expired = certificate_text.describe(verified, datetime.now(UTC))
-    print(text)
+    print("\n".join(map(shown, text.split("\n"))))  # the issuer's text, line by line: a hostile issuer signs too
     logged = _in_the_log(args, verified, key)
     if logged is not None:
         return logged
@@ -275,25 +302,46 @@ def _in_the_log(args: argparse.Namespace, verified: Any, key: Any) -> int | None
     if not isinstance(issuer, str) or not issuer:
         print("spechub: not checked against the transparency log: the certificate names no issuer", file=sys.stderr)
         return None
+    data = args.file.read_bytes()
     try:
-        seen = logbook.check_file(client, args.file.read_bytes(), issuer=issuer, key=key)
+        seen = logbook.check_file(client, data, issuer=issuer, key=key)
     except SpecHubError as refused:
         if refused.status != 404:
             raise
-        if _log_empty(client):
-            print(f"spechub: not checked against the transparency log: {client.base_url}'s log is empty", file=sys.stderr)
-            return None
-        print(f"NOT IN THE LOG: {client.base_url} has no entry for this file: {refused.message}", file=sys.stderr)
-        return INVALID
+        return _not_in_the_log(client, refused)
     except logbook.LogFailure as failed:
-        print(f"NOT VALID: the transparency log check failed: {failed}", file=sys.stderr)
+        print(f"NOT VALID: the transparency log check failed: {shown(failed)}", file=sys.stderr)
         return INVALID
     print(logbook.said(seen))
-    if seen.revocation is not None:
-        revoked = seen.revocation
-        print(f"REVOKED: revoked on {revoked['revoked_at']} by {revoked['revoked_by']}: {revoked['reason']}")
+    return _revoked(client, seen, hashlib.sha256(data).hexdigest())
+
+
+def _not_in_the_log(client: Client, refused: SpecHubError) -> int | None:
+    """The log has no entry for the file: it is not in the log, or the log is empty, which a log this client kept a
+    checkpoint of cannot be (wiped or replaced); None where the log is new and empty, and nothing could be checked."""
+    if not _log_empty(client):
+        print(f"NOT IN THE LOG: {client.base_url} has no entry for this file: {shown(refused.message)}", file=sys.stderr)
         return INVALID
+    wiped = logbook.wiped(client)
+    if wiped is not None:
+        print(wiped, file=sys.stderr)
+        return INVALID
+    print(f"spechub: not checked against the transparency log: {client.base_url}'s log is empty", file=sys.stderr)
     return None
+
+
+def _revoked(client: Client, seen: logbook.Seen, certificate_sha256: str) -> int | None:
+    """Say REVOKED and return 1 when the server's answer says so, or when a revocation `spechub log watch` read from
+    the server's log names the file: the answer may leave out what the log holds."""
+    kept = monitor.revocation_kept(client.base_url, certificate_sha256)
+    revoked = seen.revocation or (kept[1] if kept else None)
+    if revoked is None:
+        return None
+    print(f"REVOKED: revoked on {shown(revoked['revoked_at'])} by {shown(revoked['revoked_by'])}: {shown(revoked['reason'])}")
+    if seen.revocation is None and kept is not None:
+        print(f"  {client.base_url}'s answer left this revocation out, but its log holds it, at index {kept[0].index}, "
+              f"as `spechub log watch` read it on {kept[0].read_at} (kept in {monitor.path()}): the server hid it.")  # fmt: skip
+    return INVALID
 
 
 class Unpinnable(Exception):
@@ -325,7 +373,7 @@ def _checked(args: argparse.Namespace) -> tuple[Any, Any] | None:
         key, issuer = _trusted_key(args, data)
         verified = certificates.verify(data, key)
     except (OSError, certificates.CertificateInvalid) as invalid:
-        print(f"NOT VALID: {invalid}", file=sys.stderr)
+        print(f"NOT VALID: {shown(invalid)}", file=sys.stderr)
         return None
     except Unpinnable as refused:
         print(f"spechub: {refused}", file=sys.stderr)
@@ -385,21 +433,37 @@ def _issuer_named(data: bytes) -> str:
 
 
 def log_watch(args: argparse.Namespace) -> int:
-    """Be a witness: fetch the log's checkpoints and hold each to the last this client saw; 1 when one does not extend it."""
+    """Be a witness and a monitor: fetch the log's checkpoints, hold each to the last this client saw, and read the
+    entries each added, keeping the revocations among them; 1 when one does not extend the last."""
     from kernel import certificates
 
     client = _client(args)
-    if args.public_key:
-        key, issuer = certificates.load_public_key(args.public_key), args.issuer or client.base_url
-    else:
-        pinned = keyring.read().get(client.base_url)
-        if pinned is None or not isinstance(pinned.get("public_key_pem"), str):
-            print(f"spechub: no key is pinned for {client.base_url}: verify one of its certificates first "
-                  "(spechub verify FILE --url URL), or give --public-key", file=sys.stderr)  # fmt: skip
-            return INVALID
-        key = certificates.public_key_from_pem(pinned["public_key_pem"].encode(), f"the key pinned for {client.base_url}")
-        issuer = str(pinned.get("issuer") or client.base_url)
+    logbook.read()  # what this machine kept is checked before the server is asked: damage there is not the server's
+    monitor.read()
+    try:
+        key, issuer = _log_key(args, client)
+    except certificates.CertificateInvalid as unread:
+        print(f"spechub: {unread} Give --public-key the issuer's Ed25519 public key, as PEM.", file=sys.stderr)
+        return INVALID
+    if key is None:
+        print(f"spechub: no key is pinned for {client.base_url}: verify one of its certificates first "
+              "(spechub verify FILE --url URL), or give --public-key", file=sys.stderr)  # fmt: skip
+        return INVALID
     return logbook.watch(client, args, key, issuer)
+
+
+def _log_key(args: argparse.Namespace, client: Client) -> tuple[Any, str]:
+    """The key the log's checkpoints must be signed with and the issuer whose log it is: given, or pinned (None then
+    when none is)."""
+    from kernel import certificates
+
+    if args.public_key:
+        return certificates.load_public_key(args.public_key), args.issuer or client.base_url
+    pinned = keyring.read().get(client.base_url)
+    if pinned is None or not isinstance(pinned.get("public_key_pem"), str):
+        return None, ""
+    key = certificates.public_key_from_pem(pinned["public_key_pem"].encode(), f"the key pinned for {client.base_url}")
+    return key, str(pinned.get("issuer") or client.base_url)
 
 
 def reproduce(args: argparse.Namespace) -> int:
@@ -416,7 +480,8 @@ def reproduce(args: argparse.Namespace) -> int:
 
 def upload(client: Client, args: argparse.Namespace) -> int:
     workload = client.workload_upload(args.file, verifier=args.verifier, name=args.name)
-    print(f"workload {workload['id']} ({workload['format']}, sha256 {workload['sha256'][:12]}): {workload['measured']}")
+    print(f"workload {workload['id']} ({shown(workload['format'])}, sha256 {shown(workload['sha256'][:12])}): "
+          f"{shown(workload['measured'])}")  # fmt: skip
     return 0
 
 
@@ -432,9 +497,9 @@ def compare(client: Client, args: argparse.Namespace) -> int:
     for row in report["candidates"]:
         outputs = "no output difference found" if row["equivalent"] else "OUTPUTS DIFFER"
         figures = f"AL {_acceptance_length(row['acceptance'])}  speedup {_speed(row['at_concurrency'])}"
-        print(f"  {row['draft']:<40} {figures}  {outputs}")
+        print(f"  {shown(row['draft']):<40} {figures}  {outputs}")
     recommendation = report["recommendation"]
-    print(recommendation["reason"] if recommendation else "nothing measured on this workload yet")
+    print(shown(recommendation["reason"]) if recommendation else "nothing measured on this workload yet")
     return 0 if recommendation and recommendation["pair"] else INVALID
 
 
@@ -454,7 +519,7 @@ def _acceptance_length(acceptance: dict[str, object] | None) -> str:
 def judge(client: Client, args: argparse.Namespace) -> int:
     """Print where the file's AL and per-position rates stand against the band: exit 0 within, 3 below or above,
     1 where it could not be judged (no spec-decode fields, too few requests, another k, no band)."""
-    if not (math.isfinite(args.temperature) and 0 <= args.temperature <= 2):
+    if args.temperature is not None and not (math.isfinite(args.temperature) and 0 <= args.temperature <= 2):
         print(f"spechub: --temperature must be from 0 to 2, not {args.temperature}", file=sys.stderr)
         return INVALID
     from kernel import vllm_results  # the cap only; not loaded by every spechub command
@@ -466,13 +531,16 @@ def judge(client: Client, args: argparse.Namespace) -> int:
     answer = client.judge(args.file, verifier=args.verifier, draft=args.draft, k=args.k, temperature=args.temperature,
                           hardware=args.hardware)  # fmt: skip
     held = answer["held"]
-    print(f"{answer['verdict']}: {answer['reason']}")
-    note = f"; {answer['note']}" if answer["note"] else ""
-    print(f"  held to pair {held['pair']}, run {held['run']} ({held['hardware']}, vLLM {held['engine_version'] or '?'}, "
-          f"temperature {held['temperature']:g}); read as a {answer['source']}{note}")  # fmt: skip
+    print(f"{shown(answer['verdict'])}: {shown(answer['reason'])}")
+    note = f"; {shown(answer['note'])}" if answer["note"] else ""
+    source = held.get("temperature_from", "given")
+    print(f"  held to pair {held['pair']}, run {held['run']} ({shown(held['hardware'])}, vLLM "
+          f"{shown(held['engine_version'] or '?')}, temperature {held['temperature']:g}"
+          f"{'' if source == 'given' else f' ({shown(source)})'}); read as a "
+          f"{shown(answer['source'])}{note}")  # fmt: skip
     for row in answer["positions"]:
         print(f"  position {row['position']}: {row['rate']:.3f} {_span(row['interval'])} against "
-              f"{_rate(row['certified'])} {_span(row['certified_interval'])}: {row['verdict']}")  # fmt: skip
+              f"{_rate(row['certified'])} {_span(row['certified_interval'])}: {shown(row['verdict'])}")  # fmt: skip
     if answer["verdict"] == "within":
         return 0
     return OUTSIDE_BAND if answer["verdict"] in ("below", "above") else INVALID

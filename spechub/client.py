@@ -32,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from kernel.transparency.entries import ConsistencyProof, EntryProof
+from kernel.transparency.entries import ConsistencyProof, EntryPage, EntryProof
 from spechub import capped, checked
 from spechub.shapes import (
     GateReport,
@@ -278,15 +278,20 @@ class Client:
         params = {"from": old_size, "to": new_size}
         return self._answer(ConsistencyProof, "GET", "/api/v1/log/proof/consistency", params=params)
 
+    def log_entries(self, start: int, end: int) -> EntryPage:
+        """The log's entries from `start` up to `end` - 1, in order; a page may stop short of `end`."""
+        return self._answer(EntryPage, "GET", "/api/v1/log/entries", params={"start": start, "end": end})
+
     def certificate_file(self, certificate_id: int) -> bytes:
         """The signed certificate file, byte for byte as issued."""
         return self._request("GET", f"/api/v1/certificates/{certificate_id}/download/", auth=True).content
 
-    def judge(self, path: Path, *, verifier: str, draft: str = "", k: int | None = None, temperature: float = 0.0,
+    def judge(self, path: Path, *, verifier: str, draft: str = "", k: int | None = None, temperature: float | None = None,
               hardware: str = "cpu") -> Judgement:  # fmt: skip
-        """Hold a `vllm bench serve` result file (or a saved /metrics) to its pair's certified band; anonymous."""
-        fields = {"verifier": verifier, "draft": draft, "temperature": temperature, "hardware": hardware,
-                  **({"k": k} if k is not None else {})}  # fmt: skip
+        """Hold a `vllm bench serve` result file (or a saved /metrics) to its pair's certified band; anonymous. Without
+        a temperature, the file's is used, else 0, and the answer says it was assumed."""
+        fields = {"verifier": verifier, "draft": draft, "hardware": hardware, **({"k": k} if k is not None else {}),
+                  **({"temperature": temperature} if temperature is not None else {})}  # fmt: skip
         with path.open("rb") as stream:
             files = {"file": (path.name, stream, "application/octet-stream")}
             return self._answer(Judgement, "POST", "/api/v1/judge/", data=fields, files=files)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,8 @@ def write(ring: dict[str, dict[str, str]]) -> None:
 
 
 def read_private(found: Path, *, max_bytes: int, fix: str, what: str) -> dict[str, dict[str, str]]:
-    """A client file of trust kept per server (this one, logbook's): {} before the first; refused, saying how to fix it,
-    where others may write it, or it is too large, not JSON, or not an object of objects."""
+    """A client file of trust kept per server (this one, logbook's, monitor's): {} before the first; refused, saying how
+    to fix it, where others may write it, or it is too large, not JSON, or not an object of objects."""
     if not found.exists():
         return {}
     if not found.is_file():
@@ -57,7 +58,7 @@ def read_private(found: Path, *, max_bytes: int, fix: str, what: str) -> dict[st
     return kept
 
 
-def write_private(target: Path, kept: dict[str, dict[str, str]]) -> None:
+def write_private(target: Path, kept: Mapping[str, Mapping[str, object]]) -> None:
     """Replace the file whole (written beside it, then renamed), readable by you alone."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staged = target.with_suffix(".tmp")

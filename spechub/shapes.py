@@ -467,6 +467,7 @@ class JudgeHeld(TypedDict):
     engine_version: str
     hardware: str
     temperature: float
+    temperature_from: NotRequired[str]  # "given", "the file" or "assumed"; absent from servers before issue 61
 
 
 class Judgement(TypedDict):

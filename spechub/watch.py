@@ -29,6 +29,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from kernel import exposition
+from kernel.plain import shown
 from spechub import capped, shapes
 from spechub.client import Client, SpecHubError
 
@@ -155,7 +156,8 @@ def push(client: Client, deployment: int, token: str, shot: Snapshot) -> shapes.
     answer = client.push_observations(deployment, [shot.as_dict()], ingest_token=token)
     counts = (f"{shot.drafts} drafts, {shot.accepted}/{shot.draft_tokens} draft tokens accepted, "
               f"{shot.requests} requests")  # fmt: skip
-    print(f"{_when(shot.read_at)}  deployment {deployment}: {counts} → {answer.get('state')}: {answer.get('reason')}", flush=True)
+    print(f"{_when(shot.read_at)}  deployment {deployment}: {counts} → {shown(answer.get('state'))}: "
+          f"{shown(answer.get('reason'))}", flush=True)  # fmt: skip
     return answer
 
 
@@ -226,7 +228,7 @@ def _round(client: Client, deployment: int, token: str, url: str) -> float:
         if error.status == 401 or 300 <= error.status < 400:
             raise  # a revoked or wrong token, or the wrong URL (a redirect): every later push would be refused too
         # Not stored; the next push's window spans this one, so nothing is lost by going on.
-        _say(f"{error.code}: {error.message}" + (f" (HTTP {error.status})" if error.status else ""))
+        _say(f"{shown(error.code)}: {shown(error.message)}" + (f" (HTTP {error.status})" if error.status else ""))
         if error.status == 429:
             return min(error.retry_after, MAX_EVERY) if error.retry_after is not None else RATE_LIMITED_WAIT
     return 0.0

@@ -23,7 +23,7 @@ from django.contrib.auth.models import User
 from django.test import Client as WebClient
 from django.utils import timezone
 
-from kernel.transparency.entries import ConsistencyProof, EntryProof
+from kernel.transparency.entries import ConsistencyProof, EntryPage, EntryProof
 from registry.states import FINAL_STATES
 from spechub import checked, client, shapes, watch
 from tests.support.factories import PairFactory, RunFactory
@@ -57,6 +57,7 @@ ANSWERS: dict[tuple[str, str, str], object] = {
     ("get", "/api/v1/log/checkpoint", "200"): shapes.LogCheckpoint,
     ("get", "/api/v1/log/proof/inclusion", "200"): EntryProof,
     ("get", "/api/v1/log/proof/consistency", "200"): ConsistencyProof,
+    ("get", "/api/v1/log/entries", "200"): EntryPage,
     ("post", "/api/v1/judge/", "200"): shapes.Judgement,
 }
 # And each request body it sends that carries a shape.

@@ -284,3 +284,22 @@ def test_a_certificate_that_names_no_issuer_still_verifies_with_the_issuers_key(
     legacy = certificate(here / "legacy.json", issuer=None)
     assert cli.main(["verify", str(legacy), "--public-key", str(here / "issuer.pem")]) == 0
     assert "Signature valid" in capsys.readouterr().out
+
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2J gnp\u202e.exe\nspechub: all good"
+ESCAPED = "\\x1b]0;owned\\x07\\x1b[2J gnp\\u202e.exe\\x0aspechub: all good"
+
+
+def test_a_servers_error_message_shows_its_control_characters_as_escapes(here, capsys):
+    refusal = answer({"error": {"code": "bad\x1b[31m", "message": HOSTILE}}, status=400)
+    with scripted({("GET", "/api/v1/runs/"): refusal}) as (base, _):
+        assert cli.main(["runs", "--url", base]) == 1
+    err = capsys.readouterr().err
+    assert f"spechub: bad\\x1b[31m: {ESCAPED}" in err and not {"\x1b", "\x07", "\u202e"} & set(err), err
+
+
+def test_a_gate_finding_from_the_server_shows_its_control_characters_as_escapes(here, capsys):
+    with scripted(served(edited(("POST", "/api/v1/compatibility/"), "findings.0.message", HOSTILE))) as (base, _):
+        assert cli.main(spechub("gate", base, here)) == 0
+    out = capsys.readouterr().out
+    assert ESCAPED in out and out.count("\n") == 2 and not {"\x1b", "\x07", "\u202e"} & set(out), out

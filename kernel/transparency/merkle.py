@@ -132,6 +132,35 @@ class Tree:
             raise ValueError(f"the tree has {self.size} leaves, not {size}")
 
 
+class Frontier:
+    """The roots of the perfect subtrees a tree of `size` leaves is made of, largest first (a compact range from 0).
+
+    Enough to append leaves and compute each new root without the leaves before: a client that read the log up to
+    `size` keeps these few hashes, then checks that the entries after them lead to a signed checkpoint's root."""
+
+    def __init__(self, size: int = 0, hashes: Sequence[bytes] = ()) -> None:
+        if size < 0 or len(hashes) != size.bit_count() or any(len(node) != HASH_SIZE for node in hashes):
+            raise ValueError(f"a tree of {size} leaves is made of {max(size, 0).bit_count()} perfect subtrees' hashes")
+        self.size, self.hashes = size, list(hashes)
+
+    def append(self, leaf: bytes) -> None:
+        """Add one leaf hash, merging each pair of equal subtrees it completes."""
+        self.hashes.append(leaf)
+        self.size += 1
+        for _ in range((self.size & -self.size).bit_length() - 1):
+            right, left = self.hashes.pop(), self.hashes.pop()
+            self.hashes.append(node_hash(left, right))
+
+    def root(self) -> bytes:
+        """Return MTH of the leaves appended so far: the subtrees folded from the right, as the RFC splits."""
+        if not self.hashes:
+            return EMPTY_ROOT
+        found = self.hashes[-1]
+        for left in reversed(self.hashes[:-1]):
+            found = node_hash(left, found)
+        return found
+
+
 def verify_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes], root: bytes) -> None:
     """Check an inclusion proof as RFC 9162 section 2.1.3.2 does; raise ProofError saying what failed."""
     if not 0 <= index < size:

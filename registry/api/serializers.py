@@ -311,7 +311,7 @@ class CertificateOut(serializers.ModelSerializer[Certificate]):
         ]  # fmt: skip
 
     def get_download(self, certificate: Certificate) -> str:
-        """The exact signed file, for `manage.py verify_certificate`."""
+        """The exact signed file, for `spechub verify`."""
         return reverse("api-certificate-download", args=[certificate.pk])
 
 

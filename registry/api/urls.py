@@ -40,6 +40,7 @@ urlpatterns = [
     path("log/checkpoint", transparency_api.Checkpoint.as_view(), name="api-log-checkpoint"),
     path("log/proof/inclusion", transparency_api.InclusionProof.as_view(), name="api-log-inclusion"),
     path("log/proof/consistency", transparency_api.ConsistencyProof.as_view(), name="api-log-consistency"),
+    path("log/entries", transparency_api.Entries.as_view(), name="api-log-entries"),
     path("workloads/", traffic_api.WorkloadList.as_view(), name="api-workloads"),
     path("workloads/<int:pk>/", traffic_api.WorkloadDetail.as_view(), name="api-workload"),
     path("workloads/<int:pk>/runs/", traffic_api.WorkloadCertify.as_view(), name="api-workload-runs"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -52,6 +53,7 @@ def pair_detail(request: HttpRequest, pk: int) -> HttpResponse:
         **page,
         **_pair_charts(page),
         "environment_json": json.dumps(page["environment"], indent=2, sort_keys=True),
+        "public_url": settings.SPECHUB_PUBLIC_URL,  # the verify box's --url: the issuer its certificates name
         "quantized": quantized_comparison(run=page["run"]),  # the AL change against the unquantized pair (issue 53)
         # Sampled acceptance rests on the engine's speculative sampling: its own test's outcome is shown beside it.
         "sampling_judged": next((row for row in page["properties"] if row["title"] == "sampling equivalence"), None),

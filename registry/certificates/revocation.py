@@ -20,12 +20,14 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from kernel import plain
 from kernel.transparency import entries
 from registry.certificates.services import signing_key, signing_key_held
 from registry.dispatch import task_send
 from registry.models import Certificate, EntryKind, WebhookEvent
 from registry.notifications.payloads import Revoked
 from registry.notifications.services import pair_event_notify
+from registry.transparency.selectors import certificate_files
 from registry.transparency.services import log_append
 
 MAX_REASON = 2000
@@ -88,9 +90,15 @@ def certificate_revoke_queued(*, certificate_id: int, user_id: int, reason: str)
 
 
 def _reason_checked(reason: str) -> str:
-    reason = reason.strip()
+    """The reason, trimmed; refused when empty, too long, or holding a character that is not text (a NUL, which
+    PostgreSQL cannot store, a terminal escape, a bidi override): it is shown to whoever verifies the file."""
+    reason = reason.replace("\r\n", "\n").strip()  # a form's textarea sends its line breaks as CRLF
     if not reason or len(reason) > MAX_REASON:
-        raise ValidationError(f"Give the reason for revoking, in 1 to {MAX_REASON} characters.")
+        raise ValidationError(f"Give the reason for revoking, in 1 to {MAX_REASON} characters.", code="invalid")
+    found = plain.first_hidden(reason, allowed="\n\t")
+    if found is not None:
+        raise ValidationError(f"The reason holds U+{ord(found):04X}, a control character, not text: write it as plain text "
+                              "(line breaks and tabs are fine).", code="control-character")  # fmt: skip
     return reason
 
 
@@ -113,7 +121,8 @@ def certificate_revoke(*, certificate_id: int, user: Any, reason: str) -> Certif
         now = timezone.now().replace(microsecond=0)
         statement: entries.Revocation = {
             "format": entries.REVOCATION_FORMAT,
-            "certificate_sha256": entries.entry_sha256(certificate.document.encode()),
+            # Every file signed for the run: a run judged again has an older file in the log that must read revoked too.
+            "certificate_sha256s": certificate_files(certificate=certificate),
             "serial": certificate.run_id,
             "reason": reason,
             "revoked_by": user.get_username(),

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from registry.certificates.revocation import AlreadyRevoked, RevocationNotQueued, certificate_revoke_request
 from registry.certificates.selectors import visible_certificates
+from registry.params import BadParameter
 
 
 @login_required
@@ -23,8 +24,10 @@ def certificate_revoke_page(request: HttpRequest, pk: int) -> HttpResponse:
     reason = str(request.POST.get("reason", ""))[:5000]
     try:
         revoked = certificate_revoke_request(certificate_id=pk, user=request.user, reason=reason)
-    except (ValidationError, AlreadyRevoked) as refused:  # the project's 400 page shows the reason
-        raise BadRequest(" ".join(getattr(refused, "messages", [str(refused)]))) from None
+    except ValidationError as refused:  # the 400 page shows a parameter's reason, as the API's error names the field
+        raise BadParameter("reason", " ".join(refused.messages)) from None
+    except AlreadyRevoked as refused:
+        raise BadRequest(str(refused)) from None
     except RevocationNotQueued as down:
         return HttpResponse(str(down), status=503, content_type="text/plain; charset=utf-8")
     if revoked is None:  # a signing worker logs it: the pair's page says it is queued until then

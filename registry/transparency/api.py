@@ -1,8 +1,9 @@
-"""The transparency log's API: the latest signed checkpoint, and inclusion and consistency proofs.
+"""The transparency log's API: the latest signed checkpoint, inclusion and consistency proofs, and the entries.
 
-All three are public: the log is how anyone checks the registry, so it answers everyone the same. An entry is
+All are public: the log is how anyone checks the registry, so it answers everyone the same. An entry is
 asked for by its certificate file's SHA-256 (what a holder of the file can compute), or by a certificate's id
-when the asker may see that certificate.
+when the asker may see that certificate. The entries are served in order for a monitor (`spechub log watch`) to
+read every revocation; a private workload's certificate is withheld there, as it is everywhere else.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from registry.api.shapes import shape
 from registry.certificates.selectors import visible_certificates
 from registry.certificates.services import verifying_key
 from registry.params import BadParameter, echo, whole_number
-from registry.transparency.selectors import NotUnderCheckpoint, entry_for, entry_proof, log_checkpoint, log_tree
+from registry.transparency.selectors import (
+    LogTree,
+    NotUnderCheckpoint,
+    entry_for,
+    entry_proof,
+    log_checkpoint,
+    log_entries,
+    log_tree,
+)
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -131,7 +140,7 @@ class ConsistencyProof(APIView):
     def get(self, request: Request) -> Response:
         logged = log_tree()
         signed, tree = logged.checkpoint, logged.tree
-        latest = min(int(signed.split("\n")[1]) if signed else 0, tree.size)
+        latest = _latest_size(logged)
         to = whole_number(request.query_params.get("to"), name="to", low=1, high=max(latest, 1), default=latest)
         start = whole_number(request.query_params.get("from"), name="from", low=1, high=to)
         if latest == 0:
@@ -143,3 +152,29 @@ class ConsistencyProof(APIView):
             "checkpoint": signed,
         }
         return Response(answer)
+
+
+class Entries(APIView):
+    """The log's entries from `start` to `end` - 1 (default: the latest checkpoint's size), in order, at most
+    100 a page: each entry's bytes in base64, for a monitor to hold to a checkpoint's root and read revocations from."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("start", OpenApiTypes.INT, required=True, description="The first entry's place, from 0."),
+            OpenApiParameter("end", OpenApiTypes.INT, description="One past the last (default: the latest checkpoint's size)."),
+        ],
+        responses={200: shape(entries.EntryPage)},
+    )
+    def get(self, request: Request) -> Response:
+        latest = _latest_size(log_tree())
+        if latest == 0:
+            raise NotFound("The log is empty: no certificate has been signed yet.")
+        end = whole_number(request.query_params.get("end"), name="end", low=1, high=latest, default=latest)
+        start = whole_number(request.query_params.get("start"), name="start", low=0, high=end - 1)
+        answer: entries.EntryPage = {"start": start, "entries": log_entries(start=start, end=end)}
+        return Response(answer)
+
+
+def _latest_size(logged: LogTree) -> int:
+    """The size of the log the latest checkpoint signed, as far as the tree holds it (0 before the first entry)."""
+    return min(int(logged.checkpoint.split("\n")[1]) if logged.checkpoint else 0, logged.tree.size)

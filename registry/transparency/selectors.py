@@ -9,14 +9,16 @@ holds, and a row removed behind the registry's back changes the next checkpoint,
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import threading
 from dataclasses import dataclass, field
+from typing import Literal
 
 from django.db import connection
 
 from kernel.transparency import checkpoint, entries, merkle, note
-from registry.models import LogEntry, LogHead
+from registry.models import Certificate, LogEntry, LogHead
 
 
 @dataclass
@@ -154,10 +156,40 @@ def entry_proof(*, entry: LogEntry) -> entries.EntryProof:
 
 
 def _revocation_of(entry: LogEntry) -> LogEntry | None:
-    """Return the logged revocation of the certificate file `entry` holds, if any."""
+    """Return the logged revocation that names the certificate file `entry` holds, if any: a /2 statement names every
+    file signed for the run, a /1 statement only the file that was newest when it was revoked."""
     candidates = LogEntry.objects.filter(kind="revocation", certificate_id=entry.certificate_id, index__gt=entry.index)
-    named = f'"certificate_sha256":"{entry.entry_sha256}"'.encode()
-    return next((found for found in candidates.order_by("index") if named in bytes(found.entry)), None)
+    return next((found for found in candidates.order_by("index") if _names(found, entry.entry_sha256)), None)
+
+
+def _names(revocation: LogEntry, certificate_sha256: str) -> bool:
+    try:
+        return certificate_sha256 in entries.revocation_read(bytes(revocation.entry).decode())["certificate_sha256s"]
+    except (merkle.ProofError, UnicodeDecodeError):  # a statement this code cannot read names nothing it can show
+        return False
+
+
+def certificate_files(*, certificate: Certificate) -> list[str]:
+    """Return the SHA-256 of every file signed for the certificate's run, oldest first: each one logged, and the
+    current file (one issued before the log and not yet backfilled has no entry)."""
+    logged = LogEntry.objects.filter(kind="certificate", certificate=certificate).order_by("index")
+    found = list(dict.fromkeys(logged.values_list("entry_sha256", flat=True)))
+    current = entries.entry_sha256(certificate.document.encode())
+    return found if current in found else [*found, current]
+
+
+def log_entries(*, start: int, end: int) -> list[entries.LoggedEntry]:
+    """Return the entries at places `start` to `end` - 1 of the tree (at most MAX_ENTRIES of them). A private
+    workload's certificate is withheld, its SHA-256 alone given: enough to hold the entry to the tree, and no more."""
+    rows = LogEntry.objects.order_by("index").select_related("certificate__run").defer("certificate__document")
+    return [_logged(place, row) for place, row in enumerate(rows[start : min(end, start + entries.MAX_ENTRIES)], start)]
+
+
+def _logged(place: int, row: LogEntry) -> entries.LoggedEntry:
+    private = row.kind == "certificate" and row.certificate.run.workload_id is not None
+    shown = None if private else base64.b64encode(bytes(row.entry)).decode()
+    kind: Literal["certificate", "revocation"] = "revocation" if row.kind == "revocation" else "certificate"
+    return {"index": place, "kind": kind, "entry_sha256": row.entry_sha256, "entry": shown}
 
 
 def _checkpoint_size(signed: str) -> int:

@@ -113,7 +113,13 @@ def test_the_pair_api_and_page_show_the_certificate(certificate, client):
     assert detail["certificate"]["digest"] == certificate.digest
     assert detail["certificate"]["download"] == f"/api/v1/certificates/{certificate.pk}/download/"
     page = client.get(f"/pairs/{certificate.pair_id}/").content.decode()
-    assert certificate.digest in page and "verify_certificate" in page and "python -m workers reproduce" in page
+    assert certificate.digest in page and "python -m workers reproduce" in page
+
+
+def test_the_pair_pages_verify_box_offers_the_command_that_checks_the_log_and_revocations(certificate, client, settings):
+    page = client.get(f"/pairs/{certificate.pair_id}/").content.decode()
+    offered = f"spechub verify spechub-certificate-{certificate.run_id}.json --url {settings.SPECHUB_PUBLIC_URL}"
+    assert offered in page and "verify_certificate" not in page
 
 
 def test_a_pair_page_without_a_certificate_says_so(pair, client):

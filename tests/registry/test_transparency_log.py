@@ -1,10 +1,12 @@
 """Issue 55: every signed certificate and every revocation in an append-only Merkle log, with signed checkpoints,
-proofs served to anyone, and revocation by staff or a private certificate's owner."""
+proofs served to anyone, and revocation by staff or a private certificate's owner. Issue 61: a revocation names every
+file signed for the run, the entries are served for a monitor to read, and a reason is plain text."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import override_settings
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from kernel import certificates
@@ -23,10 +26,19 @@ from registry.celery import app
 from registry.certificates import revocation
 from registry.certificates.revocation import certificate_revoke
 from registry.certificates.services import certificate_issue, signing_key
-from registry.models import Certificate, CertificationRun, LogEntry, LogHead, Submission, WebhookDelivery, Workload
+from registry.models import (
+    Certificate,
+    CertificationRun,
+    EntryKind,
+    LogEntry,
+    LogHead,
+    Submission,
+    WebhookDelivery,
+    Workload,
+)
 from registry.notifications.services import webhook_endpoint_create
 from registry.transparency.selectors import log_checkpoint, log_tree
-from registry.transparency.services import log_origin
+from registry.transparency.services import log_append, log_origin
 from tests.support.factories import PairFactory
 from tests.support.processes import process_env, worker_database_url
 from tests.support.runs import finish_run
@@ -369,3 +381,72 @@ def test_certificates_issued_before_the_log_are_appended_once_by_log_backfill():
     call_command("log_backfill", stdout=open(os.devnull, "w"))  # noqa: SIM115
     after = certified()
     assert [included(c.document.encode()).index for c in (older, newer, after)] == [0, 1, 2]
+
+
+def test_revoking_a_run_judged_again_names_both_its_files_and_each_reads_revoked(staff, settings):
+    certificate = certified()
+    older = certificate.document.encode()
+    settings.SPECHUB_CERTIFICATE_DAYS += 1  # so the new file differs within the same second
+    certificate_issue(run=certificate.run)  # judged again: a second file, and the first stays in the log
+    certificate.refresh_from_db()
+    newer = certificate.document.encode()
+    certificate_revoke(certificate_id=certificate.pk, user=staff, reason="the baseline server was misconfigured")
+    logged = bytes(LogEntry.objects.get(kind="revocation").entry).decode()
+    named = entries.revocation_read(logged)["certificate_sha256s"]
+    assert named == [hashlib.sha256(older).hexdigest(), hashlib.sha256(newer).hexdigest()]
+    for data in (older, newer):
+        seen = included(data)
+        assert seen.revocation is not None and seen.revocation["reason"] == "the baseline server was misconfigured", data
+
+
+def test_a_revocation_logged_in_the_first_format_is_still_served_with_the_file_it_names(staff):
+    certificate = certified()
+    named = entries.entry_sha256(certificate.document.encode())
+    statement = {"format": entries.REVOCATION_FORMAT_V1, "certificate_sha256": named,
+                 "serial": certificate.run_id, "reason": "revoked before /2", "revoked_by": "staff",
+                 "revoked_at": "2026-12-01T00:00:00+00:00"}  # fmt: skip
+    log_append(kind=EntryKind.REVOCATION, certificate=certificate, key=signing_key(),
+               entry=json.dumps(statement, sort_keys=True, separators=(",", ":")).encode())  # fmt: skip
+    Certificate.objects.filter(pk=certificate.pk).update(revoked_at=timezone.now(), revoked_by=staff)
+    seen = included(certificate.document.encode())
+    assert seen.revocation is not None and seen.revocation["reason"] == "revoked before /2"
+
+
+def test_the_log_serves_its_entries_in_order_and_withholds_a_private_workloads_certificate(staff):
+    public, private = certified(), certified()
+    workload = Workload.objects.create(owner=User.objects.create_user("owner"), name="mine", verifier=private.pair.verifier,
+                                       sha256="0" * 64, format="text", total_requests=1, unique_requests=1)  # fmt: skip
+    CertificationRun.objects.filter(pk=private.run_id).update(workload=workload)
+    certificate_revoke(certificate_id=public.pk, user=staff, reason="withdrawn")
+    web = APIClient()
+    page = web.get("/api/v1/log/entries", {"start": 0}).json()
+    assert page["start"] == 0 and [e["kind"] for e in page["entries"]] == ["certificate", "certificate", "revocation"]
+    shown = [None if e["entry"] is None else base64.b64decode(e["entry"]) for e in page["entries"]]
+    assert shown[0] == public.document.encode() and shown[1] is None  # the private certificate: its SHA-256 alone
+    assert entries.revocation_read(shown[2].decode())["certificate_sha256s"] == [page["entries"][0]["entry_sha256"]]  # type: ignore[union-attr]
+    tree = log_tree().tree
+    leaves = [merkle.leaf_hash(bytes.fromhex(e["entry_sha256"])) if data is None else entries.entry_leaf(data)
+              for e, data in zip(page["entries"], shown, strict=True)]  # fmt: skip
+    assert leaves == [tree.leaf(i) for i in range(3)]
+    assert [e["index"] for e in web.get("/api/v1/log/entries", {"start": 1, "end": 2}).json()["entries"]] == [1]
+    for query in ("start=3", "start=0&end=4", "start=x", "", "start=-1", "start=1&end=1"):
+        refused = web.get(f"/api/v1/log/entries?{query}")
+        assert refused.status_code == 400 and refused.json()["error"]["message"], (query, refused.content[:300])
+    LogEntry.objects.all().delete()
+    LogHead.objects.all().delete()
+    assert web.get("/api/v1/log/entries", {"start": 0}).status_code == 404
+
+
+@pytest.mark.parametrize("reason", ["a NUL \x00 in it", "\x1b[2J\x1b]0;owned\x07 a terminal escape", "gnp\u202e.exe"])
+def test_a_reason_that_is_not_plain_text_is_refused_by_the_page_and_the_api_and_nothing_is_revoked(reason, staff, client):
+    certificate = certified()
+    client.force_login(staff)
+    page = client.post(f"/certificates/{certificate.pk}/revoke/", {"reason": reason})
+    assert page.status_code == 400 and b"control character" in page.content and b"plain text" in page.content, page.content
+    api = APIClient()
+    api.force_authenticate(staff)
+    assert api.post(f"/api/v1/certificates/{certificate.pk}/revoke/", {"reason": reason}).status_code == 400
+    assert Certificate.objects.get(pk=certificate.pk).revoked_at is None and not LogEntry.objects.filter(kind="revocation")
+    # A form's line breaks (CRLF) and tabs are text.
+    assert client.post(f"/certificates/{certificate.pk}/revoke/", {"reason": "first\r\nsecond\tline"}).status_code == 302
+    assert Certificate.objects.get(pk=certificate.pk).revocation_reason == "first\nsecond\tline"

@@ -110,3 +110,28 @@ def test_a_log_with_one_entry_removed_is_not_consistent_with_the_one_seen():
     grown = tree_of([*DATA[:3], *DATA[4:12]])
     with pytest.raises(merkle.ProofError):
         merkle.verify_consistency(8, 11, seen.root(), grown.root(), grown.consistency_proof(8, 11))
+
+
+def test_a_frontier_kept_at_one_size_leads_to_the_rfcs_root_at_every_later_size():
+    for kept in (0, 1, 5, 8, 13):
+        start = tree_of(DATA[:kept])
+        hashes = [start._hash(s, s + w) for s, w in _subtrees(kept)]  # the perfect subtrees, largest first
+        frontier = merkle.Frontier(kept, hashes)
+        assert frontier.root() == mth(DATA[:kept])
+        for n in range(kept + 1, 34):
+            frontier.append(merkle.leaf_hash(DATA[n - 1]))
+            assert (frontier.size, frontier.root()) == (n, mth(DATA[:n])), (kept, n)
+
+
+def test_a_frontier_of_the_wrong_number_of_hashes_for_its_size_is_refused():
+    with pytest.raises(ValueError, match="perfect subtrees"):
+        merkle.Frontier(5, [b"\x00" * 32])
+
+
+def _subtrees(size: int) -> list[tuple[int, int]]:
+    found, start = [], 0
+    for height in reversed(range(size.bit_length())):
+        if size >> height & 1:
+            found.append((start, 1 << height))
+            start += 1 << height
+    return found
