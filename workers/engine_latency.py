@@ -7,16 +7,19 @@ the verifier alone's time to first token read 7-419 ms for the same prompt while
 the request's arrival at the front end), so they say what the engine served, however late the stream was delivered.
 
 A client figure is published only where it agrees with the engine's within TOLERANCE; otherwise the latency row
-says the measuring machine's front end delayed it, and gives the engine's.
+says the measuring machine's front end delayed it, and gives the engine's. That rule (`agrees`, `delayed`) is the
+kernel's (kernel/result/agreement.py): the registry applies it again to an uploaded document.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from kernel.result.agreement import agrees as agrees
+from kernel.result.agreement import delayed as delayed
 
 # The engine's histogram per figure of kernel.result.LATENCIES (TPOT is per request: its decode time over its tokens).
 FAMILIES = {
@@ -113,14 +116,6 @@ def _summed(samples: Iterable[object]) -> Histogram:
     return Histogram(bounds, tuple(buckets[b] for b in bounds), total, count)
 
 
-# The client's figure stands for the engine's when it is within this share of it either way (the buckets are 15 %
-# apart), plus, for the figures that include a request's round trip (TTFT, end to end), ROUND_TRIP_MS for what the
-# loopback HTTP exchange itself adds (1-3 ms here). Otherwise the front end delayed or bunched the stream.
-TOLERANCE = 0.25
-ROUND_TRIP_MS = 5.0
-ROUND_TRIP = ("ttft", "e2e")
-
-
 def since(now: Mapping[str, Histogram], then: Mapping[str, Histogram]) -> dict[str, Histogram]:
     """Each histogram's observations between two reads of the same server."""
     return {name: histogram - then.get(name, Histogram()) for name, histogram in now.items()}
@@ -129,25 +124,3 @@ def since(now: Mapping[str, Histogram], then: Mapping[str, Histogram]) -> dict[s
 def percentiles_ms(histogram: Histogram, percentiles: Sequence[int]) -> dict[str, float | None]:
     """The engine's percentiles (ms) from its histogram, keyed "p50" ..."""
     return {f"p{q}": None if (s := histogram.quantile(q / 100)) is None else s * 1000 for q in percentiles}
-
-
-def agrees(metric: str, client: Mapping[str, float | None], engine: Mapping[str, float | None]) -> bool:
-    """Whether every percentile the client saw of `metric` is within the tolerance of the engine's.
-
-    Two-sided: a stream whose chunks were held back and then sent together shows gaps shorter than any step the
-    engine took (an ITL p50 of 0.0 ms), as well as first tokens later than the engine made them.
-    """
-    slack = ROUND_TRIP_MS if metric in ROUND_TRIP else 0.0
-    for key, seen in client.items():
-        stamped = engine.get(key)
-        if seen is None or stamped is None or not math.isfinite(seen):
-            continue
-        if abs(seen - stamped) > stamped * TOLERANCE + slack:
-            return False
-    return True
-
-
-def delayed(client: Mapping[str, Mapping[str, float | None]], engine: Mapping[str, Mapping[str, float | None]]) -> list[str]:
-    """The latencies (FAMILIES' keys, in that order) whose client figures differ from the engine's beyond the
-    tolerance: the measuring machine's."""
-    return [name for name in FAMILIES if name in client and name in engine and not agrees(name, client[name], engine[name])]

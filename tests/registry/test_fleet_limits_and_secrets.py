@@ -18,8 +18,8 @@ from registry.runs.qualifications import qualification_record
 from registry.states import RunState
 from tests.registry.test_fleet_api import API, _spec, post, private_run, registered, signed_in
 from tests.support import qualification
+from tests.support.documents import whole_document
 from tests.support.factories import PairFactory
-from tests.support.runs import result_document
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_databases]
 
@@ -59,7 +59,7 @@ def test_identical_uploads_sent_at_once_all_get_the_same_answer_and_one_is_kept(
     run = private_run(owner)
     claimed, credential = post(worker, f"{API}/claim/").json(), worker.defaults["HTTP_AUTHORIZATION"]
     body = {"attempt": claimed["attempt"],
-            "document": result_document(_spec(claimed), verdict="certified", speedup=1.5, al=3.0, version="0.32.0")}  # fmt: skip
+            "document": whole_document(_spec(claimed).as_dict())}  # fmt: skip
     start, answers = threading.Barrier(6), []
 
     def upload() -> None:

@@ -80,9 +80,17 @@ def full_document(claim: dict[str, Any]) -> dict[str, Any]:
     and temperature, equivalence, the smoke grid, per-workload figures, the environment and the judged verdict."""
     document = serving_document()
     stages = document["stages"]
-    stages["throughput"]["choice_of_k"] = {**choice_of_k(document), "schedule": schedule_of(True)}
+    schedule = schedule_of(True)
+    timed = stages["throughput"]["levels"]
+    schedule["levels"] = {level: {**timed[level], **drafted} for level, drafted in schedule["levels"].items()}
+    stages["throughput"]["choice_of_k"] = {**choice_of_k(document), "schedule": schedule}
     stages["throughput"]["levels"]["1"]["stopping"] = {"first_pairs": 5, "most_pairs": 20, "target_half_width": 0.05,
                                                        "half_width": 0.04, "reason": "precision reached"}  # fmt: skip
+    stages["speculative"].update(start_seconds=2.0, manifest={"engine": "vllm"})  # whole, as a worker writes it
+    equivalence = stages["equivalence"]
+    for greedy in [*equivalence["greedy"].values(), *equivalence["reference"].values()]:
+        greedy.update(prompts=4, divergences=greedy.get("divergences", []))
+    equivalence["sampling"] = [{**test, "prefix": 0, "bins": 9, "statistic": 7.5, "dof": 8} for test in equivalence["sampling"]]
     acceptance = stages["speculative"]["acceptance"]
     acceptance.update(counts={"drafts": 60, "draft_tokens": 240, "accepted": 130, "accepted_per_position": [50, 40, 25, 15]},
                       prompts=12, mean_acceptance_length_interval=[3.0, 3.4], by_k=[{"k": 1, "mean_acceptance_length": 1.8}],
