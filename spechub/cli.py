@@ -34,13 +34,14 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kernel.plain import shown
 from spechub import capped, keyring, logbook, monitor, watch
-from spechub.client import Client, SpecHubError
+from spechub.client import Client, SpecHubError, normalised
 from spechub.shapes import AtConcurrency, Property, Run, Verdict
 
 LEVELS = {"failed": 0, "provisional": 1, "certified": 2}
@@ -298,7 +299,7 @@ def _in_the_log(args: argparse.Namespace, verified: Any, key: Any) -> int | None
         if none.code != "client:no-server":
             raise
         print("spechub: not checked against the transparency log: name the server with --url", file=sys.stderr)
-        return None
+        return _revoked_offline(issuer, hashlib.sha256(args.file.read_bytes()).hexdigest())
     if not isinstance(issuer, str) or not issuer:
         print("spechub: not checked against the transparency log: the certificate names no issuer", file=sys.stderr)
         return None
@@ -337,11 +338,25 @@ def _revoked(client: Client, seen: logbook.Seen, certificate_sha256: str) -> int
     revoked = seen.revocation or (kept[1] if kept else None)
     if revoked is None:
         return None
-    print(f"REVOKED: revoked on {shown(revoked['revoked_at'])} by {shown(revoked['revoked_by'])}: {shown(revoked['reason'])}")
+    _say_revoked(revoked)
     if seen.revocation is None and kept is not None:
         print(f"  {client.base_url}'s answer left this revocation out, but its log holds it, at index {kept[0].index}, "
               f"as `spechub log watch` read it on {kept[0].read_at} (kept in {monitor.path()}): the server hid it.")  # fmt: skip
     return INVALID
+
+
+def _revoked_offline(issuer: object, certificate_sha256: str) -> int | None:
+    """With no server to ask: a revocation `spechub log watch` read from the issuer's log still says REVOKED."""
+    kept = monitor.revocation_kept(normalised(issuer), certificate_sha256) if isinstance(issuer, str) and issuer else None
+    if kept is None:
+        return None
+    _say_revoked(kept[1])
+    print(f"  as `spechub log watch` read it from {shown(issuer)}'s log on {kept[0].read_at} (kept in {monitor.path()})")
+    return INVALID
+
+
+def _say_revoked(revoked: Mapping[str, object]) -> None:
+    print(f"REVOKED: revoked on {shown(revoked['revoked_at'])} by {shown(revoked['revoked_by'])}: {shown(revoked['reason'])}")
 
 
 class Unpinnable(Exception):

@@ -16,7 +16,7 @@ from kernel import certificates
 from kernel.transparency import entries
 from registry.certificates import revocation
 from registry.certificates.revocation import certificate_revoke
-from registry.certificates.services import certificate_issue, signing_key
+from registry.certificates.services import certificate_issue, signing_key, verifying_key
 from registry.models import Certificate, LogEntry, LogHead
 from registry.transparency import api as transparency_api
 from registry.transparency.selectors import entry_proof, log_entries
@@ -116,6 +116,11 @@ def test_a_registry_that_leaves_a_revocation_out_of_its_answers_is_caught_once_l
         assert "answer left this revocation out, but its log holds it, at index 5" in out and "the server hid it" in out
     assert cli.main(["log", "watch", "--url", url, "--count", "1"]) == 0  # nothing new: nothing read again
     assert "no new entries" in capsys.readouterr().out
+    # Offline, with the key alone and no server to ask, the revocation kept for the file's issuer still says so.
+    (config / "issuer.pem").write_text(certificates.public_key_pem(verifying_key()))
+    assert cli.main(["verify", str(older), "--public-key", str(config / "issuer.pem")]) == 1
+    out = capsys.readouterr().out
+    assert "REVOKED: revoked on" in out and f"read it from {url}'s log" in out, out
 
 
 @pytest.mark.django_db(transaction=True)
