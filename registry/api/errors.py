@@ -40,11 +40,19 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return response
     long = _long_inputs(context.get("request"))
     codes = exc.get_codes()
-    code = codes if isinstance(codes, str) else "invalid"
-    message = str(exc.detail) if isinstance(exc.detail, str) else "The request is invalid; see details."
+    code = codes if isinstance(codes, str) else _one(codes) or "invalid"
+    message = str(exc.detail) if isinstance(exc.detail, str) else _one(exc.detail) or "The request is invalid; see details."
     details = exc.detail if not isinstance(exc.detail, str) else {}
     response.data = {"error": {"code": code, "message": _clipped(message, long), "details": _clipped(details, long)}}
     return response
+
+
+def _one(detail: object) -> str | None:
+    """The reason of a refusal that has one and names no field (`{"detail": reason}`, as the worker API's): the
+    message then says it, not "see details"."""
+    found = detail.get("detail") if isinstance(detail, dict) and len(detail) == 1 else None
+    found = found[0] if isinstance(found, list) and len(found) == 1 else found
+    return str(found) if isinstance(found, str) else None
 
 
 def _long_inputs(request: Any) -> list[str]:
