@@ -64,7 +64,7 @@ bench:
 	VLLM_LOGGING_LEVEL=WARNING $(PY) -m bench.qualify
 	$(PY) -m bench.traffic
 	$(PY) -m bench.live
-	DEBUG=0 SECRET_KEY=bench $(PY) -m bench.hostile
+	$(PY) -m bench.hostile
 	$(PY) -m bench.workers
 	DEBUG=0 SECRET_KEY=bench SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') $(PY) -m bench.listing
 	DEBUG=0 SECRET_KEY=bench SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') $(PY) -m bench.listing --scale 10
