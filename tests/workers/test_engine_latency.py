@@ -108,6 +108,10 @@ def _level(baseline: serving.Server, speculative: serving.Server) -> result.Leve
     return timing.level(blocks, timing.throughput_ratio, metrics.Stein(first=2, most=2, target=0.05))
 
 
+# Timed: its control (a stream delivered as made agrees with the engine) read delayed when the other core ran the
+# unit tiers beside it (2 of ~5 runs on 2026-12-07), so it runs in the serial step, alone, as timed tests do.
+@pytest.mark.process
+@pytest.mark.serial
 def test_a_first_chunk_delivered_late_reads_delayed_by_the_front_end_with_the_engines_ttft_published(serve):
     level = _level(serve("baseline", late=0.25), serve("speculative", late=0.0))
     late, prompt = level["baseline"], level["speculative"]
