@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import platform
-import tempfile
 import time
 from collections.abc import Callable
+
+from bench.live import setup
 
 TARGET_SECONDS = 2.0
 MIB16 = 16 * 2**20 - 64
@@ -37,19 +37,11 @@ def judge_shapes() -> dict[str, bytes]:
 
 
 def setup_django() -> None:
-    if "DATABASE_URL" not in os.environ:
-        os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp(prefix='spechub-bench-')}/hostile.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    setup("hostile")
     from django.conf import settings
 
-    settings.ALLOWED_HOSTS, settings.DEBUG = ["testserver"], False
-    logging.getLogger("django.request").setLevel(logging.ERROR)  # each 422 is the answer timed, not news
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}  # timing, not the rate
+    logging.getLogger("django.request").setLevel(logging.ERROR)  # each 422 is the answer timed, not news
 
 
 def judged(data: bytes) -> Callable[[], str]:

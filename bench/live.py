@@ -28,9 +28,10 @@ OBSERVATIONS = 10_000
 PER_PUSH = 100
 
 
-def setup() -> None:
+def setup(name: str = "live") -> None:
+    """Django on DATABASE_URL, else a temporary SQLite file, migrated; the test client's host allowed."""
     if "DATABASE_URL" not in os.environ:
-        os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp(prefix='spechub-bench-')}/live.sqlite3"
+        os.environ["DATABASE_URL"] = f"sqlite:///{tempfile.mkdtemp(prefix='spechub-bench-')}/{name}.sqlite3"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "registry.settings")
     import django
     from django.core.management import call_command
