@@ -192,10 +192,12 @@ def test_a_template_whose_loops_or_strings_have_no_end_is_refused_when_it_spends
     assert "Rendering the 200 sampled requests" in refused.value.message
 
 
-def test_a_bounded_render_gives_the_same_texts_and_the_same_refusals_as_one_in_process():
-    template, _ = verifier_template()
+@pytest.mark.parametrize("family", ["llama", "qwen3", "gpt-oss", "gemma4"])
+def test_a_bounded_render_gives_the_same_texts_and_the_same_refusals_as_one_in_process(family):
+    config = json.loads((VERIFIER.parent / f"{family}-verifier" / "tokenizer_config.json").read_text())
+    template = ChatTemplate.from_tokenizer_config(config)
     chats = [Request(line, "chat", messages=(("user", f"q{line}"),)) for line in range(1, 4)]
-    assert rendered_texts(chats, template) == [render(request, template) for request in chats]
+    assert template is not None and rendered_texts(chats, template) == [render(request, template) for request in chats]
     with pytest.raises(UserError) as refused:
         rendered_texts(chats, ChatTemplate("{{ ''.__class__ }}"))
     assert refused.value.code == "workload:template-unsafe" and "line 1:" in refused.value.message

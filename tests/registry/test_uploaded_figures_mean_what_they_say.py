@@ -19,7 +19,7 @@ from registry.fleet.services import upload_finish
 from registry.models import CertificationRun, Pair, Worker
 from registry.runs.services import run_create
 from registry.states import RunState
-from tests.support.documents import whole_document
+from tests.support.documents import changed, whole_document
 from tests.support.factories import PairFactory, client_of
 
 pytestmark = pytest.mark.django_db
@@ -53,16 +53,6 @@ def uploader(db) -> Callable[[Document], Any]:
     return upload
 
 
-def at(document: Document, path: tuple[Any, ...], value: Any) -> Document:
-    """`document` with the field at `path` set to `value`."""
-    found = copy.deepcopy(document)
-    place = found
-    for step in path[:-1]:
-        place = place[step]
-    place[path[-1]] = value
-    return found
-
-
 def without(document: Document, path: tuple[Any, ...]) -> Document:
     """`document` with the field at `path` taken out."""
     found = copy.deepcopy(document)
@@ -80,63 +70,64 @@ def inverted(p50: float) -> dict[str, float]:
 WHOLE = whole_document()
 HOSTILE: list[tuple[str, Document, str]] = [
     # Percentiles: never negative, rising with their rank, the client's and the engine's alike.
-    ("a negative percentile", at(WHOLE, (*LEVEL, "baseline", "latency_ms", "ttft", "p50"), -5.0),
+    ("a negative percentile", changed(WHOLE, (*LEVEL, "baseline", "latency_ms", "ttft", "p50"), -5.0),
      "stages.throughput.levels.1.baseline.latency_ms.ttft.p50 must be 0 or more, not -5.0"),
-    ("inverted percentiles", at(WHOLE, (*LEVEL, "speculative", "latency_ms", "e2e"), inverted(300.0)),
+    ("inverted percentiles", changed(WHOLE, (*LEVEL, "speculative", "latency_ms", "e2e"), inverted(300.0)),
      "stages.throughput.levels.1.speculative.latency_ms.e2e.p90 (150.0) is below "
      "stages.throughput.levels.1.speculative.latency_ms.e2e.p50 (300.0)"),
-    ("the engine's percentiles inverted", at(WHOLE, (*LEVEL, "baseline", "engine_latency_ms", "itl"), inverted(2.0)),
+    ("the engine's percentiles inverted", changed(WHOLE, (*LEVEL, "baseline", "engine_latency_ms", "itl"), inverted(2.0)),
      "stages.throughput.levels.1.baseline.engine_latency_ms.itl.p90 (1.0) is below"),
     ("a negative percentile of the rate point's engine",
-     at(WHOLE, ("stages", "throughput", "rate_point", "speculative", "engine_latency_ms", "tpot", "p99"), -1.0),
+     changed(WHOLE, ("stages", "throughput", "rate_point", "speculative", "engine_latency_ms", "tpot", "p99"), -1.0),
      "stages.throughput.rate_point.speculative.engine_latency_ms.tpot.p99 must be 0 or more"),
     # AL from 1 to k + 1, its interval [low, high] holding it.
-    ("AL -4", at(WHOLE, (*ACCEPTANCE, "mean_acceptance_length"), -4.0),
+    ("AL -4", changed(WHOLE, (*ACCEPTANCE, "mean_acceptance_length"), -4.0),
      "stages.speculative.acceptance.mean_acceptance_length must be from 1 to 5"),
-    ("AL's interval [5, -5]", at(WHOLE, (*ACCEPTANCE, "mean_acceptance_length_interval"), [5.0, -5.0]),
+    ("AL's interval [5, -5]", changed(WHOLE, (*ACCEPTANCE, "mean_acceptance_length_interval"), [5.0, -5.0]),
      "stages.speculative.acceptance.mean_acceptance_length_interval is an interval, [low, high], but its low end 5.0 is "
      "above its high end -5.0"),
-    ("AL past k + 1", at(WHOLE, ("workloads", "chat", "acceptance", "mean_acceptance_length"), 7.5),
+    ("AL past k + 1", changed(WHOLE, ("workloads", "chat", "acceptance", "mean_acceptance_length"), 7.5),
      "workloads.chat.acceptance.mean_acceptance_length must be from 1 to 5 (a step yields its own token and at most "
      "the k = 4 drafted ones), not 7.5"),
-    ("AL below 1 at a temperature", at(WHOLE, (*ACCEPTANCE, "by_temperature", 1, "mean_acceptance_length"), 0.5),
+    ("AL below 1 at a temperature", changed(WHOLE, (*ACCEPTANCE, "by_temperature", 1, "mean_acceptance_length"), 0.5),
      "stages.speculative.acceptance.by_temperature[1].mean_acceptance_length must be from 1 to 5"),
-    ("AL at k = 1 past 2", at(WHOLE, (*ACCEPTANCE, "by_k", 0, "mean_acceptance_length"), 2.5),
+    ("AL at k = 1 past 2", changed(WHOLE, (*ACCEPTANCE, "by_k", 0, "mean_acceptance_length"), 2.5),
      "stages.speculative.acceptance.by_k[0].mean_acceptance_length must be from 1 to 2"),
-    ("an interval that leaves out its AL", at(WHOLE, (*ACCEPTANCE, "mean_acceptance_length_interval"), [3.5, 3.9]),
+    ("an interval that leaves out its AL", changed(WHOLE, (*ACCEPTANCE, "mean_acceptance_length_interval"), [3.5, 3.9]),
      "stages.speculative.acceptance.mean_acceptance_length_interval [3.5, 3.9] does not hold its point, "
      "stages.speculative.acceptance.mean_acceptance_length = 3.0"),
     ("a position's interval that leaves out its rate",
-     at(WHOLE, (*ACCEPTANCE, "by_temperature", 1, "per_position_interval", 0), [0.9, 1.0]),
+     changed(WHOLE, (*ACCEPTANCE, "by_temperature", 1, "per_position_interval", 0), [0.9, 1.0]),
      "stages.speculative.acceptance.by_temperature[1].per_position_interval[0] [0.9, 1.0] does not hold its point"),
-    ("two modes' ALs further apart than k", at(WHOLE, (*ACCEPTANCE, "by_mode", "difference", "mean_acceptance_length"), -6.0),
+    ("two modes' ALs further apart than k",
+     changed(WHOLE, (*ACCEPTANCE, "by_mode", "difference", "mean_acceptance_length"), -6.0),
      "stages.speculative.acceptance.by_mode.difference.mean_acceptance_length, one AL less another, must be from -4 to 4"),
     # Rates and shares from 0 to 1.
-    ("an acceptance rate of 2.0", at(WHOLE, (*ACCEPTANCE, "acceptance_rate"), 2.0),
+    ("an acceptance rate of 2.0", changed(WHOLE, (*ACCEPTANCE, "acceptance_rate"), 2.0),
      "stages.speculative.acceptance.acceptance_rate must be from 0 to 1, not 2.0"),
-    ("a negative acceptance rate", at(WHOLE, ("workloads", "chat", "acceptance", "acceptance_rate"), -0.1),
+    ("a negative acceptance rate", changed(WHOLE, ("workloads", "chat", "acceptance", "acceptance_rate"), -0.1),
      "workloads.chat.acceptance.acceptance_rate must be from 0 to 1, not -0.1"),
-    ("a position accepted 1.5 times a step", at(WHOLE, (*ACCEPTANCE, "per_position", 0), 1.5),
+    ("a position accepted 1.5 times a step", changed(WHOLE, (*ACCEPTANCE, "per_position", 0), 1.5),
      "stages.speculative.acceptance.per_position[0] must be from 0 to 1, not 1.5"),
-    ("an exact match of 1.5", at(WHOLE, ("stages", "equivalence", "greedy", "chat", "exact_match"), 1.5),
+    ("an exact match of 1.5", changed(WHOLE, ("stages", "equivalence", "greedy", "chat", "exact_match"), 1.5),
      "stages.equivalence.greedy.chat.exact_match must be from 0 to 1"),
-    ("a negative p-value", at(WHOLE, ("stages", "equivalence", "sampling", 0, "p_value"), -0.2),
+    ("a negative p-value", changed(WHOLE, ("stages", "equivalence", "sampling", 0, "p_value"), -0.2),
      "stages.equivalence.sampling[0].p_value must be from 0 to 1"),
-    ("more positions than the run drafted", at(WHOLE, (*ACCEPTANCE, "per_position"), [0.5, 0.4, 0.3, 0.2, 0.1]),
+    ("more positions than the run drafted", changed(WHOLE, (*ACCEPTANCE, "per_position"), [0.5, 0.4, 0.3, 0.2, 0.1]),
      "stages.speculative.acceptance.per_position has 5 positions; the run drafted k = 4 a step"),
-    ("more tokens accepted than drafted", at(WHOLE, (*ACCEPTANCE, "counts", "accepted"), 241),
+    ("more tokens accepted than drafted", changed(WHOLE, (*ACCEPTANCE, "counts", "accepted"), 241),
      "stages.speculative.acceptance.counts.accepted (241) is more than stages.speculative.acceptance.counts.draft_tokens (240)"),
-    ("a negative count", at(WHOLE, (*ACCEPTANCE, "counts", "drafts"), -3),
+    ("a negative count", changed(WHOLE, (*ACCEPTANCE, "counts", "drafts"), -3),
      "stages.speculative.acceptance.counts.drafts must be 0 or more, not -3"),
     # Speed: a ratio is more than 0, its interval ordered and holding it.
-    ("a speedup interval inverted", at(WHOLE, (*LEVEL, "speedup_interval"), [1.6, 1.4]),
+    ("a speedup interval inverted", changed(WHOLE, (*LEVEL, "speedup_interval"), [1.6, 1.4]),
      "stages.throughput.levels.1.speedup_interval is an interval, [low, high], but its low end 1.6 is above its high end 1.4"),
-    ("a speedup its interval leaves out", at(WHOLE, ("stages", "throughput", "levels", "4", "speedup"), 3.0),
+    ("a speedup its interval leaves out", changed(WHOLE, ("stages", "throughput", "levels", "4", "speedup"), 3.0),
      "stages.throughput.levels.4.speedup_interval"),
-    ("a negative speedup", at(WHOLE, (*LEVEL, "speedup"), -1.5), "stages.throughput.levels.1.speedup must be more than 0"),
-    ("a block ratio of 0", at(WHOLE, (*LEVEL, "block_ratios", 0), 0),
+    ("a negative speedup", changed(WHOLE, (*LEVEL, "speedup"), -1.5), "stages.throughput.levels.1.speedup must be more than 0"),
+    ("a block ratio of 0", changed(WHOLE, (*LEVEL, "block_ratios", 0), 0),
      "stages.throughput.levels.1.block_ratios[0] must be more than 0, not 0"),
-    ("negative tokens a second", at(WHOLE, (*LEVEL, "speculative", "tokens_per_second"), -10.0),
+    ("negative tokens a second", changed(WHOLE, (*LEVEL, "speculative", "tokens_per_second"), -10.0),
      "stages.throughput.levels.1.speculative.tokens_per_second must be 0 or more"),
     # Every field the readers require, at every depth.
     ("a temperature's row without per_position", without(WHOLE, (*ACCEPTANCE, "by_temperature", 0, "per_position")),
@@ -157,9 +148,9 @@ HOSTILE: list[tuple[str, Document, str]] = [
     ("the rate point without its request rate", without(WHOLE, ("stages", "throughput", "rate_point", "request_rate")),
      "stages.throughput.rate_point lacks request_rate"),
     # Numbers no measurement is.
-    ("a 400-digit AL", at(WHOLE, (*ACCEPTANCE, "mean_acceptance_length"), 10**400),
+    ("a 400-digit AL", changed(WHOLE, (*ACCEPTANCE, "mean_acceptance_length"), 10**400),
      "stages.speculative.acceptance.mean_acceptance_length must be a number"),
-    ("a 400-digit acceptance rate", at(WHOLE, ("workloads", "chat", "acceptance", "acceptance_rate"), -(10**400)),
+    ("a 400-digit acceptance rate", changed(WHOLE, ("workloads", "chat", "acceptance", "acceptance_rate"), -(10**400)),
      "workloads.chat.acceptance.acceptance_rate must be a number"),
 ]  # fmt: skip
 
@@ -196,7 +187,7 @@ def stored(uploader: Any, document: Document) -> tuple[CertificationRun, Documen
 def test_engine_latency_45_times_the_clients_uploaded_as_agreeing_is_shown_as_delayed(uploader):
     engine = WHOLE["stages"]["throughput"]["levels"]["1"]["speculative"]["engine_latency_ms"]
     slow = {name: {q: value * 45 for q, value in figures.items()} for name, figures in engine.items()}
-    document = at(WHOLE, (*LEVEL, "speculative", "engine_latency_ms"), slow)
+    document = changed(WHOLE, (*LEVEL, "speculative", "engine_latency_ms"), slow)
     assert document["stages"]["throughput"]["levels"]["1"]["speculative"]["delayed"] == []  # the upload's claim
     run, kept = stored(uploader, document)
     level = kept["stages"]["throughput"]["levels"]["1"]
@@ -209,9 +200,9 @@ def test_engine_latency_45_times_the_clients_uploaded_as_agreeing_is_shown_as_de
 
 
 def test_a_delay_the_figures_do_not_show_is_dropped_and_the_served_counters_agreement_is_worked_out(uploader):
-    document = at(WHOLE, (*LEVEL, "baseline", "delayed"), ["ttft", "e2e"])
+    document = changed(WHOLE, (*LEVEL, "baseline", "delayed"), ["ttft", "e2e"])
     served = {**document["stages"]["throughput"]["counters"]["served"], "accepted": 100}
-    document = at(document, ("stages", "throughput", "counters", "served"), served)
+    document = changed(document, ("stages", "throughput", "counters", "served"), served)
     assert document["stages"]["throughput"]["counters"]["agree"] is True  # the upload's claim
     run, kept = stored(uploader, document)
     throughput = kept["stages"]["throughput"]

@@ -9,7 +9,6 @@ records and hardware evidence. Each is refused with a 4xx, or, kept, every page 
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -30,6 +29,7 @@ from registry.states import RunState
 from tests.registry.test_every_url_answers import ROUTES
 from tests.registry.test_pair_and_run_pages import choice_of_k, schedule_of, serving_document
 from tests.support import qualification
+from tests.support.documents import changed
 from tests.support.factories import PairFactory, client_of
 
 pytestmark = pytest.mark.django_db
@@ -127,15 +127,6 @@ def nodes(value: Any, path: tuple[Any, ...] = (), seen: set[Any] | None = None) 
             yield from nodes(child, (*path, key), seen)
     elif isinstance(value, list) and value:
         yield from nodes(value[0], (*path, 0), seen)
-
-
-def changed(document: Any, path: tuple[Any, ...], value: Any) -> Any:
-    found = copy.deepcopy(document)
-    place = found
-    for step in path[:-1]:
-        place = place[step]
-    place[path[-1]] = value
-    return found
 
 
 def wrong_types(value: Any) -> list[Any]:

@@ -4,6 +4,7 @@ self-hosted upload is held to all of that, so the tests that upload start from t
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -166,4 +167,14 @@ def whole_document(
     document = {"schema_version": 3, "spec": dict(spec or {}), "stages": stages, "workloads": {"chat": figures},
                 "environment": environment}  # fmt: skip
     found: dict[str, Any] = json.loads(json.dumps(document))  # as sent: no part shared with another
+    return found
+
+
+def changed(document: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A deep copy of `document` with the field at `path` set to `value`."""
+    found = copy.deepcopy(document)
+    place = found
+    for step in path[:-1]:
+        place = place[step]
+    place[path[-1]] = value
     return found
