@@ -108,5 +108,7 @@ def test_the_verdict_and_the_c1_row_claim_slower_by_one_rule_simulated():
         disagree += properties["speed"]["outcome"] != row["supports"]
         unclaimed += row["supports"] == result.NOT_IN_SEQUENCE_SLOWER
     assert disagree == 0
-    assert unclaimed / runs > 0.5  # the case the review found is common here, and now reads the same in both
-    assert "downward from the highest level" in result.NOT_IN_SEQUENCE_SLOWER  # the label says why
+    # The case the review found still happens (c=1 short of its half of the error rate), and reads the same in both;
+    # since issue 63 c=1 no longer waits on the levels above it, so most runs claim it.
+    assert 0 < unclaimed / runs < 0.5
+    assert "the lowest level on half of it" in result.NOT_IN_SEQUENCE_SLOWER  # the label says why

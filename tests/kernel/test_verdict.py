@@ -36,7 +36,8 @@ def test_a_point_estimate_above_one_with_an_interval_that_straddles_one_is_not_c
         ([1.01, 1.02], result.BELOW_MARGIN, "provisional"),  # surely faster, but a 1-2 % gain is not what is certified
         ([1.01, 1.30], result.BELOW_MARGIN, "provisional"),  # faster, but the margin is inside the interval
         ([0.98, 1.02], result.NO_DIFFERENCE, "provisional"),
-        ([0.90, 0.99], result.SLOWER, "provisional"),
+        ([0.90, 0.99], result.SLOWER_BELOW_MARGIN, "provisional"),  # surely slower, by less than the margin
+        ([0.85, 0.96], result.SLOWER, "provisional"),  # wholly under 1 / 1.03
     ],
 )
 def test_a_certified_gain_clears_the_practical_margin_not_just_one_constructed(interval, outcome, level):
@@ -153,7 +154,8 @@ def test_rejudging_with_a_qualification_changes_only_the_verdict_constructed():
     [
         ([1.04, 1.2], "faster"),
         ([1.01, 1.2], "faster, but not by the margin"),
-        ([0.8, 0.99], "slower"),
+        ([0.8, 0.96], "slower"),
+        ([0.8, 0.99], "slower, but not by the margin"),
         ([0.95, 1.05], "no measurable difference"),
         ([1.0, 1.3], "no measurable difference"),
         ([], "not measured"),
@@ -163,12 +165,32 @@ def test_each_interval_gets_the_label_it_supports(interval, label):
     assert result.speed_label(interval) == label
 
 
-def test_faster_and_slower_are_claimed_only_in_a_fixed_sequence_constructed():
+def test_faster_is_claimed_only_in_a_fixed_sequence_upward_constructed():
     own = [result.FASTER, result.NO_DIFFERENCE, result.FASTER, result.SLOWER, result.NO_DIFFERENCE]
     assert result.in_sequence(own) == [
-        result.FASTER, result.NO_DIFFERENCE, result.NOT_IN_SEQUENCE, result.NOT_IN_SEQUENCE_SLOWER, result.NO_DIFFERENCE,
+        result.FASTER, result.NO_DIFFERENCE, result.NOT_IN_SEQUENCE, result.SLOWER, result.NO_DIFFERENCE,
     ]  # fmt: skip
-    assert result.in_sequence([result.FASTER, result.SLOWER, result.SLOWER]) == [result.FASTER, result.SLOWER, result.SLOWER]
+
+
+S, N, L = result.SLOWER, result.NO_DIFFERENCE, result.MACHINE_LIMITED
+
+
+@pytest.mark.parametrize(
+    ("own", "halved", "claimed"),
+    [
+        # The lowest level clears its half: the others are tested at the full rate, downward from the highest.
+        ([S, N, S, S], [True, False, False, False], [S, N, S, S]),
+        # It does not: the others on their half only (the highest clears it, the next does not).
+        ([S, N, S, S], [False, False, False, True], [result.NOT_IN_SEQUENCE_SLOWER, N, result.NOT_IN_SEQUENCE_SLOWER, S]),
+        # Every other level claimed on its half: the lowest inherits it, and is tested at the full rate.
+        ([S, S, S], [False, True, True], [S, S, S]),
+        # A level the measuring machine paced neither claims nor stops the sequence.
+        ([S, S, L], [True, False, False], [S, S, L]),
+        ([N, S, L], [False, True, False], [N, S, L]),
+    ],
+)
+def test_slower_spends_its_error_rate_in_two_halves_constructed(own, halved, claimed):
+    assert result.slower_claims(own, halved) == claimed
 
 
 def test_the_level_family_errs_at_most_two_and_a_half_percent_each_way_simulated():
@@ -188,7 +210,7 @@ def test_the_level_family_errs_at_most_two_and_a_half_percent_each_way_simulated
 
 def test_break_even_is_bounded_by_the_levels_measurably_faster_and_slower_constructed():
     levels = {
-        str(c): {"speedup": s, "speedup_interval": iv}
+        str(c): {"speedup": s, "speedup_interval": iv, "block_ratios": [s] * 6}
         for c, s, iv in ((1, 1.5, [1.3, 1.7]), (2, 1.2, [1.05, 1.3]), (4, 1.0, [0.9, 1.1]), (8, 0.8, [0.7, 0.9]))
     }
     document = result.load({"schema_version": 2, "stages": {"throughput": {"levels": levels}}})
