@@ -68,7 +68,7 @@ TEMPLATES = {
     ("registry/pair.html", "must sample exactly as the verifier"): "prose: what the self-draft control requires",
     ("registry/pair.html", "measurably faster up to"): "break_even_bounds: speed_label's margin, in sequence",
     ("registry/pair.html", 'sampling_judged.outcome != "pass"'): "the run's own sampling verdict, shown where it did not pass",
-    ("registry/pair.html", "faster upward from the lowest"): "prose: the fixed sequence",
+    ("registry/pair.html", "faster is tested in a fixed sequence"): "prose: the fixed sequence, and the halves for slower",
     ("registry/pair.html", "within 25 % (plus 5 ms"): "engine_latency.agrees, held by tests/workers/test_engine_latency.py",
     ("registry/workload.html", "faster up to c="): "break_even_bounds: speed_label's margin, in sequence",
     ("registry/judge.html", "holds its acceptance length"): "prose: what within, below and above mean (kernel.judging.judge)",

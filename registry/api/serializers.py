@@ -71,7 +71,7 @@ class SpeedOut(serializers.Serializer[result.SpeedAtLevel]):
     interval = serializers.ListField(
         child=serializers.FloatField(), help_text="95 % interval of the speedup (Student t over the paired block ratios)."
     )
-    supports = serializers.CharField(help_text="What the interval supports: faster, slower or no measurable difference.")
+    supports = serializers.CharField(help_text="What the interval supports: faster or slower (by the margin), either but not by the margin, or no measurable difference; or why a level does not claim it.")
     baseline_tokens_per_second = serializers.FloatField(allow_null=True)
     speculative_tokens_per_second = serializers.FloatField(allow_null=True)
     pairs = serializers.IntegerField(help_text="Paired baseline/speculative blocks the interval rests on (0: measured offline).")
