@@ -63,7 +63,7 @@ def record(seed: int) -> dict[str, object]:
     from kernel import qualification as q
 
     names = settings.SPECHUB_QUALIFY_CONTROLS
-    controls = [{"name": name, "method": None, "draft": None, "outcome": q.PASS, "summary": "bench", "sampling": []}
+    controls: list[dict[str, object]] = [{"name": name, "method": None, "draft": None, "outcome": q.PASS, "summary": "bench", "sampling": []}
                 for name in names]  # fmt: skip
     made: dict[str, object] = {
         "kind": q.KIND, "schema_version": q.SCHEMA_VERSION, "engine": settings.SPECHUB_DEFAULT_ENGINE, "engine_build": "0.32.0",
