@@ -71,7 +71,10 @@ class SpeedOut(serializers.Serializer[result.SpeedAtLevel]):
     interval = serializers.ListField(
         child=serializers.FloatField(), help_text="95 % interval of the speedup (Student t over the paired block ratios)."
     )
-    supports = serializers.CharField(help_text="What the interval supports: faster or slower (by the margin), either but not by the margin, or no measurable difference; or why a level does not claim it.")
+    supports = serializers.CharField(
+        help_text="What the interval supports: faster or slower (by the margin), either but not by the margin, or no "
+        "measurable difference; or why a level does not claim it."
+    )
     baseline_tokens_per_second = serializers.FloatField(allow_null=True)
     speculative_tokens_per_second = serializers.FloatField(allow_null=True)
     pairs = serializers.IntegerField(help_text="Paired baseline/speculative blocks the interval rests on (0: measured offline).")
@@ -317,9 +320,9 @@ class CertificateOut(serializers.ModelSerializer[Certificate]):
 
 class RegressionOut(serializers.ModelSerializer[Regression]):
     detectable_drop = serializers.SerializerMethodField(
-        help_text="the drop (a fraction) a fresh comparison this precise flags at least half the time: a much smaller one "
-        "would mostly not be flagged; "
-        "null for AL, which is counted, not timed"
+        help_text="a drop (a fraction) a fresh comparison on this hardware flags at least half the time, every figure "
+        "printed, wherever the timings scatter by up to 15 % (CV) and the pair moves no more than its run-to-run floor; "
+        "a smaller one may be flagged too; null for AL, which is counted, not timed"
     )
 
     class Meta:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NotRequired, TypedDict
 
+from django.db.models import Prefetch
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
@@ -35,6 +36,7 @@ from registry.catalog.selectors import (
 from registry.models import (
     HubModel,
     Pair,
+    Regression,
     WorkloadCategory,
 )
 from registry.params import WholeNumberField
@@ -151,7 +153,10 @@ class PairDetail(generics.RetrieveAPIView[Pair]):
     """One pair with its compatibility report and its latest run's results."""
 
     serializer_class = PairDetailOut
-    queryset = Pair.objects.select_related("verifier", "draft")
+    # Each regression's detectable drop reads its run's hardware: one query for all of them, not one each.
+    queryset = Pair.objects.select_related("verifier", "draft").prefetch_related(
+        Prefetch("regressions", queryset=Regression.objects.select_related("run"))
+    )
 
 
 class Compatibility(APIView):

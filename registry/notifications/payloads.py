@@ -97,7 +97,8 @@ class Change(serializers.Serializer[ChangeFigures]):
     )
     detectable_drop = serializers.FloatField(
         allow_null=True,
-        help_text="the drop (a fraction) a fresh comparison this precise flags at least half the time; null for AL (counted)",
+        help_text="a drop (a fraction) a fresh comparison on this hardware flags at least half the time wherever the timings "
+        "scatter by up to 15 % (CV) and the pair moves no more than its run-to-run floor; null for AL (counted)",
     )
 
 

@@ -11,7 +11,7 @@ from django.db.models import Case, QuerySet, Value, When
 
 from kernel import result
 from kernel.spec import ModelRef, Plan, RunSpec, Thresholds, levels_for, most_pairs_for
-from kernel.stats import detectable_drop
+from kernel.stats import DETECTABLE_LEAST_CPU, DETECTABLE_LEAST_GPU, detectable_drop
 from registry.fleet.selectors import last_seen_on
 from registry.models import (
     CertificationRun,
@@ -231,16 +231,20 @@ def lineage_block_ratios(*, run: CertificationRun, latest: int) -> list[list[lis
 @dataclass(frozen=True)
 class RegressionRow:
     regression: Regression
-    detectable_percent: float | None  # the drop a fresh comparison flags at least half the time, in %; None if counted
+    detectable_percent: float | None  # a drop a fresh comparison flags at least half the time, in %; None if counted
 
 
 def regression_rows(*, pair: Pair) -> list[RegressionRow]:
     """Return a pair's regressions, each with the drop its comparison could detect (read back from its interval)."""
-    rows = pair.regressions.select_related("previous_run__pair__draft")
+    rows = pair.regressions.select_related("run", "previous_run__pair__draft")
     return [RegressionRow(r, None if (d := regression_detectable(regression=r)) is None else 100 * d) for r in rows]
 
 
 def regression_detectable(*, regression: Regression) -> float | None:
-    """The drop (a fraction) a fresh comparison this precise flags at least half the time (kernel.stats.detectable_drop);
-    None for a counted figure, which has no interval."""
-    return detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL)
+    """A drop (a fraction) a fresh comparison on the run's hardware flags at least half the time, wherever the timings
+    scatter by up to 15 % and the pair moves no more than its floor (kernel.stats.detectable_drop); None for a counted
+    figure, which has no interval."""
+    # The least is the hardware class's default plan's (kernel.spec.most_pairs_for, 4 pairs first): a deployment
+    # that times more pairs is flagged more often at it.
+    least = DETECTABLE_LEAST_CPU if regression.run.hardware == "cpu" else DETECTABLE_LEAST_GPU
+    return detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL, least=least)

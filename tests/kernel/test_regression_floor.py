@@ -89,17 +89,19 @@ def test_the_floors_cost_is_power_at_a_real_drop():
 @pytest.mark.parametrize(
     ("rule", "cv"), [(GPU, 0.03), (GPU, 0.15), (CPU, 0.03), (CPU, 0.15)], ids=["gpu-3", "gpu-15", "cpu-3", "cpu-15"]
 )
-def test_a_fresh_comparison_at_the_printed_detectable_drop_is_flagged_about_half_the_time(rule, cv):
+def test_a_fresh_comparison_at_the_widened_half_width_is_flagged_about_half_the_time_on_average(rule, cv):
     """Issue 56 §5. A drop is printed beside a flag, so from a flagged comparison's interval, and flagged ones are the
     narrower: read from the half-width as it stands, a fresh comparison at the printed drop was flagged 0.41-0.50 of
     the time (the review); here 0.50 / 0.45 / 0.52 / 0.43 (GPU CV 3 / 15 %, CPU CV 3 / 15 %, a true 20 % drop, the pair
     moving by its floor, 6,000 comparisons a cell). Widened by DETECTABLE_WIDENING, 0.62 / 0.57 / 0.62 / 0.54: at least
-    half the time wherever the precision comes from."""
+    half the time on average over comparisons, though not for each figure printed (issue 63 item 5). The printed drop
+    is now never under the plan's least, which keeps the promise for each figure up to CV 15 %
+    (tests/kernel/test_detectable_drop.py); the widened half-width, tested here, speaks only where it is larger."""
     rng = np.random.default_rng(int(cv * 100) + rule.most)
     floor = FLOORS[rule]
     first = compare(rng, rule, cv, np.full(6000, 0.8), floor)
     flagged = first[first[:, 2] < 1 - TOLERANCE]
-    printed = np.array([detectable_drop(row[1:], TOLERANCE) for row in flagged])
+    printed = np.array([detectable_drop(row[1:], TOLERANCE, least=0.0) for row in flagged])
     plain = 1 - (1 - TOLERANCE) * np.sqrt(flagged[:, 1] / flagged[:, 2])  # the half-width as it stands
     rates = {}
     for name, drops in (("now", printed), ("before", plain)):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from kernel.stats import DETECTABLE_WIDENING, detectable_drop
+from kernel.stats import DETECTABLE_LEAST_CPU, DETECTABLE_WIDENING, detectable_drop
 from registry.models import Regression, Submission
 from registry.runs import regressions
 from tests.kernel import test_regression_interval as simulated
@@ -60,10 +60,14 @@ def test_the_pair_page_prints_the_drop_each_flag_could_detect(db, pair, client, 
     finish_run(pair, speedup=1.275, ratios=SLOWER, al=2.0)
     page = client.get(f"/pairs/{pair.pk}/").content.decode()
     (regression,) = Regression.objects.filter(metric="speedup")
-    detectable = detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL)
-    assert detectable is not None and settings.SPECHUB_REGRESSION_RTOL < detectable < 0.15
-    assert "detectable drop" in page and f"{100 * detectable:.1f} %" in page
-    assert math.isclose(1 - detectable, 0.95 * (regression.interval[0] / regression.interval[1]) ** (DETECTABLE_WIDENING / 2))
+    detectable = detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL, least=DETECTABLE_LEAST_CPU)
+    assert detectable is not None and "detectable drop" in page and f"{100 * detectable:.1f} %" in page
+    # A steady history narrows the interval, but the figure printed is the CPU plan's least, which holds for each
+    # figure up to CV 15 % (issue 63 item 5): the widened half-width alone holds on average only.
+    own = detectable_drop(regression.interval, settings.SPECHUB_REGRESSION_RTOL, least=0.0)
+    assert own is not None and settings.SPECHUB_REGRESSION_RTOL < own < 0.15
+    assert math.isclose(1 - own, 0.95 * (regression.interval[0] / regression.interval[1]) ** (DETECTABLE_WIDENING / 2))
+    assert math.isclose(1 - detectable, 0.95 * math.exp(-DETECTABLE_LEAST_CPU))
     floors = (
         f"{100 * regressions.RUN_TO_RUN_FLOOR_GPU:g} % on a GPU and {100 * regressions.RUN_TO_RUN_FLOOR_CPU:g} % on the CPU class"
     )
