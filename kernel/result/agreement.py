@@ -15,12 +15,18 @@ from typing import Any
 
 from kernel.result.schema import LATENCIES, Level, Rates, ResultDocument
 
-# The client's figure stands for the engine's when it is within this share of it either way (the buckets are 15 %
+# The client's figure stands for the engine's when it is within TOLERANCE of it either way (the buckets are 15 %
 # apart), plus, for the figures that include a request's round trip (TTFT, end to end), ROUND_TRIP_MS for what the
-# loopback HTTP exchange itself adds (1-3 ms here). Otherwise the front end delayed or bunched the stream.
+# loopback HTTP exchange itself adds (1-3 ms each way here). A gap between two chunks (ITL) also holds one chunk's
+# lateness beside the other's, up to JITTER_MS: allowed on the late side only, since jitter widens the client's gaps,
+# while gaps shorter than the engine's steps are the mark of a stream held back and flushed (ITL p50 0.0 ms). Without
+# it, 1-3 ms jitter read a 3 ms toy step's ITL as delayed at every level (tests/kernel/test_delayed_label_rates.py;
+# docs/measuring.md has the figures). TPOT needs none: over a request's gaps the lateness cancels out but the first
+# chunk's and the last's, a few hundredths of a ms at 128 tokens.
 TOLERANCE = 0.25
 ROUND_TRIP_MS = 5.0
 ROUND_TRIP = ("ttft", "e2e")
+JITTER_MS = 3.0
 
 
 def agrees(metric: str, client: Mapping[str, float | None], engine: Mapping[str, float | None]) -> bool:
@@ -29,12 +35,13 @@ def agrees(metric: str, client: Mapping[str, float | None], engine: Mapping[str,
     Two-sided: a stream whose chunks were held back and then sent together shows gaps shorter than any step the
     engine took (an ITL p50 of 0.0 ms), as well as first tokens later than the engine made them.
     """
-    slack = ROUND_TRIP_MS if metric in ROUND_TRIP else 0.0
+    early = ROUND_TRIP_MS if metric in ROUND_TRIP else 0.0
+    late = early + (JITTER_MS if metric == "itl" else 0.0)
     for key, seen in client.items():
         stamped = engine.get(key)
         if seen is None or stamped is None or not math.isfinite(seen):
             continue
-        if abs(seen - stamped) > stamped * TOLERANCE + slack:
+        if not -(stamped * TOLERANCE + early) <= seen - stamped <= stamped * TOLERANCE + late:
             return False
     return True
 
