@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 ZOO = ROOT / "zoo" / "models" / "spechub-toy"
 OUT = ROOT / "var" / "quant-probe"
 K = 4
-PER_CATEGORY = 4  # 28 prompts: enough for a per-prompt interval (prompt_intervals.MIN_PROMPTS_FOR_INTERVAL is 8)
+PER_CATEGORY = 4  # 28 prompts: enough for a per-prompt interval (prompt_intervals.MIN_PROMPTS_FOR_INTERVAL is 12)
 # case: (verifier folder, draft folder or None)
 CASES = {
     "baseline": ("llama-verifier", "llama-draft-1l"),

@@ -14,17 +14,20 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from kernel.quantized import MIN_EFFECTIVE_PROMPTS, MIN_PROMPTS
 from kernel.stats import t_quantile
 from workers.engines.base import SpecCounters
 
 Matrix = npt.NDArray[np.float64]
 
 # Fewer prompts than this get no AL interval: simulated, the ratio estimator's t interval held the true AL 0.93
-# of the time at 8 heterogeneous prompts, a bootstrap over them only 0.86 (0.77 at 4).
-MIN_PROMPTS_FOR_INTERVAL = 8
-# Nor do prompts that weigh as fewer than this (Kish's effective number, from each prompt's drafting steps): where a
-# few long prompts carry the ratio, its t on a third of that number has 1 degree of freedom, an interval many ALs wide.
-MIN_EFFECTIVE_PROMPTS = 6.0
+# of the time at 8 heterogeneous prompts, a bootstrap over them only 0.86 (0.77 at 4). With the long prompts the poorly
+# accepted (issue 63 §4) it held 0.83-0.88 at 8 (5-9 % of such certifications published one), and holds 0.954 from 12:
+# the published minimum since. Nor do prompts that weigh as fewer than MIN_EFFECTIVE_PROMPTS (Kish's effective
+# number, from each prompt's drafting steps): where a few long prompts carry the ratio, its t on a third of that number
+# has 1 degree of freedom, an interval many ALs wide. Both live in kernel/quantized.py, which the registry's pages and
+# the quantized comparison read too.
+MIN_PROMPTS_FOR_INTERVAL = MIN_PROMPTS
 
 
 def effective_prompts(drafts: Sequence[int]) -> float:
@@ -59,9 +62,14 @@ def ratio_interval(drafts: Sequence[int], counts: Sequence[int]) -> tuple[float,
     return None if math.isnan(low[0]) else (float(low[0]), float(high[0]))
 
 
-# The skew term's weight, and its cap (the skewed side's t at most doubled): chosen by simulation (issue 56 §3), where Hall's
-# plain term (weight 1) still held AL 0.943-0.952 in the hardest cells (acceptance Beta(2, 6), tie 0.9, 64-256 prompts).
+# The skew term's weights, and its cap (the skewed side's t at most doubled), chosen by simulation. The ratio's interval is
+# on the log scale, which already stretches its upper end and pulls its low end in, so the upper end's term weighs less:
+# 1.5 (issue 56 §3, where Hall's plain weight of 1 still held AL 0.943-0.952 in the hardest cells: acceptance Beta(2, 6),
+# tie 0.9, 64-256 prompts). The low end, and either end of a paired difference (on its own scale), weigh 3 (issue 63 §4:
+# at 1.5, with the long prompts the poorly accepted, position 1's rate held 0.932-0.941 at 32-128 prompts, and the
+# paired change 0.933-0.934 at 16-64; at 2.5, 0.950 and 0.946; at 3, 0.952 and 0.950, at 0-5 % more width than 2.5).
 SKEW_WEIGHT = 1.5
+PLAIN_SKEW_WEIGHT = 3.0
 
 
 def ratio_intervals(drafts: Matrix, counts: Matrix) -> tuple[Matrix, Matrix]:
@@ -79,15 +87,22 @@ def ratio_intervals(drafts: Matrix, counts: Matrix) -> tuple[Matrix, Matrix]:
     A sample that missed the few long, well-accepted prompts reads both the ratio and its spread short. The upper end
     therefore adds Hall's (1992) Edgeworth term for a skewed mean, weighted by SKEW_WEIGHT: skew (2t² + 1) / (6 sqrt(n)),
     with skew that of the prompts' jackknife influence (right skew only: it never narrows). Simulated
-    (issue 56 §3), it holds 0.957-0.980 there at 9-60 % more width; the low end, which the live rule reads, is unchanged.
+    (issue 56 §3), it holds 0.957-0.980 there at 9-60 % more width.
+
+    Where the long prompts are the poorly accepted ones (a tie of -0.4 to -0.7), or acceptance is high, so that a
+    position's rate crowds its ceiling, the influence leans the other way and the misses were above the truth: AL
+    held 0.90-0.93 at 16-256 prompts, position 1's rate 0.87-0.91 (issue 63 §4). The low end therefore takes the same
+    term for left skew, weighted by PLAIN_SKEW_WEIGHT: 0.96-0.98 there, 1.04-1.43 times as wide, and at least 0.953
+    with ties from -0.7 to 0.9 at low and high acceptance (tests/workers/test_skew_either_way.py).
+    The low end is what live "below" and a file's judgement read: it only ever moves down, so they read "below" no
+    more often than before.
     """
     rows, n = drafts.shape
     low, high = np.full(rows, math.nan), np.full(rows, math.nan)
     if n < MIN_PROMPTS_FOR_INTERVAL:
         return low, high
     total, taken = drafts.sum(axis=1), counts.sum(axis=1)
-    squares = (drafts * drafts).sum(axis=1)
-    effective = np.divide(total * total, squares, out=np.zeros(rows), where=squares > 0)
+    effective = _effective(drafts)
     ratio = np.divide(taken, total, out=np.zeros(rows), where=total > 0)
     published = effective >= MIN_EFFECTIVE_PROMPTS  # so no prompt drafts alone: every left-out ratio is defined
     point = published & (ratio == 0)  # nothing counted: no spread to read, the interval is the point
@@ -95,9 +110,17 @@ def ratio_intervals(drafts: Matrix, counts: Matrix) -> tuple[Matrix, Matrix]:
     spread, skew = _spread(_influence(drafts[live], counts[live]), ratio[live])
     t = _t_975(np.maximum(1, np.floor(effective[live] / 3)))
     spread /= ratio[live]
-    low[live], high[live] = ratio[live] * np.exp(-t * spread), ratio[live] * np.exp((t + _skew_term(skew, t, n)) * spread)
+    below, above = t + _skew_term(-skew, t, n, PLAIN_SKEW_WEIGHT), t + _skew_term(skew, t, n, SKEW_WEIGHT)
+    low[live], high[live] = ratio[live] * np.exp(-below * spread), ratio[live] * np.exp(above * spread)
     low[point], high[point] = ratio[point], ratio[point]
     return low, high
+
+
+def _effective(drafts: Matrix) -> Matrix:
+    """Each row's effective number of prompts (effective_prompts); 0 where nothing was drafted."""
+    total, squares = drafts.sum(axis=1), (drafts * drafts).sum(axis=1)
+    effective: Matrix = np.divide(total * total, squares, out=np.zeros(len(total)), where=squares > 0)
+    return effective
 
 
 def _influence(drafts: Matrix, counts: Matrix) -> Matrix:
@@ -120,9 +143,10 @@ def _spread(influence: Matrix, scale: Matrix) -> tuple[Matrix, Matrix]:
     return np.where(steady, 0.0, np.sqrt((n - 1) * second)), skew
 
 
-def _skew_term(skew: Matrix, t: Matrix, n: int) -> Matrix:
-    """What the end on the skewed side adds to t (Hall's term, right skew only: it never narrows), at most t again."""
-    return np.minimum(SKEW_WEIGHT * np.maximum(0.0, skew) * (2 * t * t + 1) / (6 * math.sqrt(n)), t)
+def _skew_term(skew: Matrix, t: Matrix, n: int, weight: float) -> Matrix:
+    """What the upper end adds to t for the influence's right skew (Hall's term; pass -skew for the low end), at most t
+    again; nothing for skew the other way: it never narrows."""
+    return np.minimum(weight * np.maximum(0.0, skew) * (2 * t * t + 1) / (6 * math.sqrt(n)), t)
 
 
 @functools.lru_cache(maxsize=512)
@@ -142,18 +166,31 @@ def difference_interval(
     third of the smaller effective number, as `ratio_interval`; None where either side could carry no interval of its
     own. A prompt that helps one mode helps the other too, so pairing takes that out of the spread.
 
-    The end on the side the prompts' influence is skewed to gets ratio_intervals' skew term: with lengths tied hard to
-    acceptance (tie 0.7-0.9, log sd 1) the symmetric interval held the difference only 0.91-0.94 of the time at
-    28-256 prompts, its misses on that side (tests/workers/test_acceptance_ties.py)."""
-    n = len(drafts[0])
-    if n != len(drafts[1]) or any(ratio_interval(d, a) is None for d, a in zip(drafts, accepted, strict=True)):
+    The end on the side the prompts' influence is skewed to gets ratio_intervals' skew term, weighted by
+    PLAIN_SKEW_WEIGHT: with lengths tied hard to acceptance (tie 0.7-0.9, log sd 1) the symmetric interval held the
+    difference only 0.91-0.94 of the time at 28-256 prompts, its misses on that side
+    (tests/workers/test_acceptance_ties.py); at weight 1.5, still 0.933-0.934 at 16-64 prompts in the hardest cells,
+    at 3 at least 0.955 from 12 prompts (tests/workers/test_skew_either_way.py)."""
+    if len(drafts[0]) != len(drafts[1]):
         return None
-    sides = [np.asarray([values], dtype=np.float64) for values in (*drafts, *accepted)]
-    ratios = [float(sides[2].sum() / sides[0].sum()), float(sides[3].sum() / sides[1].sum())]
-    influence = _influence(sides[0], sides[2]) - _influence(sides[1], sides[3])
-    error, skew = _spread(influence, np.array([max(ratios)]))
-    dof = max(1, math.floor(min(effective_prompts(d) for d in drafts) / 3))
-    t = np.array([_t_975_at(dof)])
-    low, high = t + _skew_term(-skew, t, n), t + _skew_term(skew, t, n)
-    centre = ratios[0] - ratios[1]
-    return centre - float(low[0] * error[0]), centre + float(high[0] * error[0])
+    rows = [np.asarray([values], dtype=np.float64) for values in (*drafts, *accepted)]
+    low, high = difference_intervals((rows[0], rows[2]), (rows[1], rows[3]))
+    return None if math.isnan(low[0]) else (float(low[0]), float(high[0]))
+
+
+def difference_intervals(first: tuple[Matrix, Matrix], second: tuple[Matrix, Matrix]) -> tuple[Matrix, Matrix]:
+    """difference_interval for each row of two (drafts, counts) matrices, a prompt a column in both: the low and high
+    ends, NaN where either side publishes no interval of its own. tests/workers/test_skew_either_way.py calls it on
+    thousands of certifications at once."""
+    (drafts_a, counts_a), (drafts_b, counts_b) = first, second
+    rows, n = drafts_a.shape
+    low, high = np.full(rows, math.nan), np.full(rows, math.nan)
+    effective = np.minimum(_effective(drafts_a), _effective(drafts_b))
+    live = (effective >= MIN_EFFECTIVE_PROMPTS) & (n >= MIN_PROMPTS_FOR_INTERVAL)
+    ratio_a, ratio_b = (counts[live].sum(axis=1) / drafts[live].sum(axis=1) for drafts, counts in (first, second))
+    influence = _influence(drafts_a[live], counts_a[live]) - _influence(drafts_b[live], counts_b[live])
+    error, skew = _spread(influence, np.maximum(ratio_a, ratio_b))
+    t = _t_975(np.maximum(1, np.floor(effective[live] / 3)))
+    low[live] = ratio_a - ratio_b - (t + _skew_term(-skew, t, n, PLAIN_SKEW_WEIGHT)) * error
+    high[live] = ratio_a - ratio_b + (t + _skew_term(skew, t, n, PLAIN_SKEW_WEIGHT)) * error
+    return low, high

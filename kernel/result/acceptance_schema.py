@@ -27,7 +27,7 @@ class AtLength(TypedDict):
     up_to: Count
     prompts: Count
     mean_acceptance_length: float | None
-    mean_acceptance_length_interval: NotRequired[Interval]  # 95 %, over the bucket's prompts; absent below 8
+    mean_acceptance_length_interval: NotRequired[Interval]  # 95 %, over the bucket's prompts; absent below 12 prompts
     prompts_effective: NotRequired[Amount]  # as Acceptance's
     per_position: list[Share]  # cumulative, as Acceptance's
 
@@ -66,7 +66,7 @@ class ModeDifference(TypedDict):
 
     of: list[str]  # the two modes, as AtMode names them: [first, last]
     mean_acceptance_length: float | None  # AL(first) - AL(second)
-    interval: NotRequired[Interval]  # 95 %, paired over prompts (prompt_intervals.difference_interval); absent below 8
+    interval: NotRequired[Interval]  # 95 %, paired over prompts (prompt_intervals.difference_interval); absent below 12 prompts
     prompts: Count
     paired_over: str  # "prompts"
 
@@ -102,7 +102,7 @@ class Acceptance(TypedDict):
     per_position: list[Share]  # cumulative: P(positions 1..i all accepted), per drafting step
     counts: Counts
     prompts: NotRequired[Count]  # prompts with their own counters; absent where the engine did not count per request
-    mean_acceptance_length_interval: NotRequired[Interval]  # 95 %, over prompts; absent below 8 prompts
+    mean_acceptance_length_interval: NotRequired[Interval]  # 95 %, over prompts; absent below 12 prompts (quantized.MIN_PROMPTS)
     prompts_effective: NotRequired[Amount]  # Kish's, by drafting steps: under 6 no interval either
     by_k: NotRequired[list[AtK]]  # AL read at each k up to the K that ran (metrics.acceptance_by_k)
     by_length: NotRequired[list[AtLength]]  # by prompt length, from each prompt's own counters (metrics.by_length)

@@ -296,20 +296,20 @@ def test_the_pair_page_and_run_api_give_acceptance_by_prompt_length_with_a_chart
     from workers.engines.base import SpecCounters
 
     pair, run = certified_pair
-    short = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 8
+    short = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 12
     long = [SpecCounters(drafts=10, draft_tokens=40, accepted=2, per_position=(2, 0, 0, 0))] * 2
     acceptance = metrics.acceptance(sum([*short, *long], SpecCounters()), [*short, *long])
-    acceptance["by_length"] = metrics.by_length([30] * 8 + [300, 400], [*short, *long], [64, 128, 256, 480])
+    acceptance["by_length"] = metrics.by_length([30] * 12 + [300, 400], [*short, *long], [64, 128, 256, 480])
     run.result["stages"]["speculative"]["acceptance"] = acceptance
     run.save(update_fields=["result"])
     page = Client().get(f"/pairs/{pair.pk}/").content.decode()
     assert 'id="acceptance-by-length"' in page and "Mean acceptance length by prompt length" in page
     assert len(re.findall(r'<rect class="hbar"[^>]*><title>≤ (?:64|480) tokens', page)) == 2  # two buckets measured
     assert "not measured" in page and "no prompt this long" in page  # the empty buckets say so
-    assert "257\u2013480 tokens" in page and "none: 2 prompts, fewer than 8" in page
+    assert "257\u2013480 tokens" in page and "none: 2 prompts, fewer than 12" in page
     api = Client().get(f"/api/v1/runs/{run.pk}/").json()
     rows = api["acceptance"]["by_length"]
-    assert [row["prompts"] for row in rows] == [8, 0, 0, 2] and "cumulative_per_position" in rows[0]
+    assert [row["prompts"] for row in rows] == [12, 0, 0, 2] and "cumulative_per_position" in rows[0]
 
 
 def choice_of_k(document: dict[str, Any]) -> dict[str, Any]:
@@ -423,8 +423,8 @@ def test_the_pair_page_and_run_api_give_acceptance_by_temperature_and_the_recipe
     from workers.engines.base import SpecCounters
 
     pair, run = serving_pair
-    greedy = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 8
-    hot = [SpecCounters(drafts=12, draft_tokens=48, accepted=10, per_position=(6, 3, 1, 0))] * 8
+    greedy = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 12
+    hot = [SpecCounters(drafts=12, draft_tokens=48, accepted=10, per_position=(6, 3, 1, 0))] * 12
     acceptance = metrics.acceptance(sum(greedy, SpecCounters()), greedy)
     acceptance["by_temperature"] = metrics.by_temperature({0.0: (sum(greedy, SpecCounters()), greedy),
                                                            1.0: (sum(hot, SpecCounters()), hot)})  # fmt: skip

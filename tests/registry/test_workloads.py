@@ -362,7 +362,9 @@ def _shows_acceptance_by_thinking_mode(measured, owner):
 
     workload, runs = measured
     run = CertificationRun.objects.get(pk=runs[0].pk)
-    prompts = [SpecCounters(drafts=10 + i % 3, draft_tokens=40, accepted=20 + i % 5, per_position=(9, 8, 3, 0)) for i in range(8)]
+    prompts = [
+        SpecCounters(drafts=10 + i % 3, draft_tokens=40, accepted=20 + i % 5, per_position=(9, 8, 3, 0)) for i in range(12)
+    ]
     counted = (sum(prompts, SpecCounters()), prompts)
     assert run.result is not None
     acceptance = run.result["stages"]["speculative"]["acceptance"]
@@ -372,11 +374,11 @@ def _shows_acceptance_by_thinking_mode(measured, owner):
     run.save(update_fields=["result"])
     page = client_of(owner).get(f"/workloads/{workload['id']}/?concurrency=1").content.decode()
     assert "acceptance by thinking mode on your traffic" in page and "<code>enable_thinking</code>" in page
-    assert "thinking on less thinking off: 0.00" in page and "paired over 8 prompts" in page
+    assert "thinking on less thinking off: 0.00" in page and "paired over 12 prompts" in page
     assert "<code>enable_thinking=False</code>" in page
     report = client_of(owner).get(f"/api/v1/workloads/{workload['id']}/report/?concurrency=1").json()
     found = next(c["acceptance"] for c in report["candidates"] if c["run"] == run.pk)
-    assert found["by_mode"]["difference"]["prompts"] == 8 and found["mode"]["rendered"] == "chat template"
+    assert found["by_mode"]["difference"]["prompts"] == 12 and found["mode"]["rendered"] == "chat template"
 
 
 def test_the_certify_form_takes_only_plain_pair_ids(pairs, owner):

@@ -36,8 +36,10 @@ def prompt(rng: random.Random, p: float, tokens: int = TOKENS) -> tuple[int, int
 
 
 @pytest.mark.parametrize(("alpha", "beta"), [(6, 2), (3, 3), (2, 6)])
-@pytest.mark.parametrize("n", [8, 28, 64])
+@pytest.mark.parametrize("n", [12, 28, 64])
 def test_the_interval_over_prompts_holds_the_populations_al_simulated(alpha, beta, n):
+    """At 12 prompts, the fewest it is published from since issue 63 §4, it held 0.994-0.996, published in every
+    certification."""
     rng = random.Random(f"al-{alpha}-{beta}-{n}")
     population = [prompt(rng, rng.betavariate(alpha, beta)) for _ in range(POPULATION)]
     truth = 1 + sum(a for _, a in population) / sum(d for d, _ in population)
@@ -53,24 +55,28 @@ def test_the_interval_over_prompts_holds_the_populations_al_simulated(alpha, bet
 
 
 def test_prompts_that_weigh_as_fewer_than_six_get_no_interval_and_say_what_they_weigh_constructed():
-    """Ten prompts, one of which drafted 100 steps and the others 5 each: they weigh as (145)² / 10,225 = 2.1."""
+    """Twelve prompts, enough in number, one of which drafted 100 steps and the others 5 each: they weigh as
+    (155)² / 10,275 = 2.3."""
     long, short = SpecCounters(drafts=100, draft_tokens=400, accepted=300), SpecCounters(drafts=5, draft_tokens=20, accepted=5)
-    prompts = [long, *[short] * 9]
+    prompts = [long, *[short] * 11]
+    assert len(prompts) >= prompt_intervals.MIN_PROMPTS_FOR_INTERVAL  # it is their weight that withholds it
     found = metrics.acceptance(sum(prompts, SpecCounters()), prompts)
-    assert found["prompts"] == 10 and found["prompts_effective"] == 2.1
+    assert found["prompts"] == 12 and found["prompts_effective"] == 2.3
     assert "mean_acceptance_length_interval" not in found
-    even = [SpecCounters(drafts=10 + i, draft_tokens=40 + 4 * i, accepted=20 + i) for i in range(10)]
+    even = [SpecCounters(drafts=10 + i, draft_tokens=40 + 4 * i, accepted=20 + i) for i in range(12)]
     assert "mean_acceptance_length_interval" in metrics.acceptance(sum(even, SpecCounters()), even)
 
 
 def test_fewer_prompts_than_the_minimum_get_no_interval_but_say_how_many():
-    prompts = [SpecCounters(drafts=10, draft_tokens=40, accepted=20, per_position=(8, 6, 4, 2))] * 4
+    one = SpecCounters(drafts=10, draft_tokens=40, accepted=20, per_position=(8, 6, 4, 2))
+    few = prompt_intervals.MIN_PROMPTS_FOR_INTERVAL - 1
+    prompts = [one] * few
     total = sum(prompts, SpecCounters())
     found = metrics.acceptance(total, prompts)
-    assert found["prompts"] == 4 and "mean_acceptance_length_interval" not in found
+    assert found["prompts"] == few and "mean_acceptance_length_interval" not in found
     assert "prompts" not in metrics.acceptance(total)  # an engine without per-request counters: the old figures alone
-    eight = metrics.acceptance(total + total, prompts * 2)
-    assert eight["mean_acceptance_length_interval"] == [3.0, 3.0]  # identical prompts: no spread
+    enough = metrics.acceptance(total + one, [*prompts, one])  # one prompt more: the minimum
+    assert enough["mean_acceptance_length_interval"] == [3.0, 3.0]  # identical prompts: no spread
 
 
 def test_a_request_histogram_reads_as_the_counters_it_sums_to_constructed():
@@ -100,10 +106,12 @@ def linearised(drafts: list[int], accepted: list[int]) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize(("alpha", "beta"), [(6, 2), (3, 3), (2, 6)])
-@pytest.mark.parametrize("n", [8, 28, 64])
+@pytest.mark.parametrize("n", [12, 28, 64])
 def test_with_lognormal_lengths_tied_to_acceptance_the_interval_holds_the_al_simulated(alpha, beta, n):
     """Issue 39 §6: at least 0.94 at every prompt count it is published from; on the effective number less one the
-    jackknife held 0.929-0.939 at 28-64 prompts where acceptance is low (the hole a third of it closes)."""
+    jackknife held 0.929-0.939 at 28-64 prompts where acceptance is low (the hole a third of it closes). At 12 prompts,
+    the fewest it is published from since issue 63 §4, it held 0.992-0.997, published in 91-94 % of certifications
+    (the linearised interval 0.871-0.907); at 8 it had held 0.985-0.991, published in 39-46 %."""
     rng = random.Random(f"tied-{alpha}-{beta}-{n}")
     population = tied_population(rng, alpha, beta)
     truth = 1 + sum(a for _, a in population) / sum(d for d, _ in population)
@@ -120,8 +128,8 @@ def test_with_lognormal_lengths_tied_to_acceptance_the_interval_holds_the_al_sim
     said = f"{n} prompts: held AL {truth:.3f} {coverage:.3f} of {len(now)} published (linearised: {statistics.fmean(before):.3f})"
     assert coverage >= 0.94, said
     assert coverage >= statistics.fmean(before)  # the linearised t interval under-covered here
-    if n >= 28:
-        assert len(now) >= 0.9 * 1500, said  # from 28 prompts it is published nearly always
+    # From 28 prompts it is published nearly always; at 12 a few long prompts still weigh as fewer than 6 at times.
+    assert len(now) >= (0.9 if n >= 28 else 0.85) * 1500, said
 
 
 POSITION_RUNS = 500  # certifications a cell: coverage to about ±0.01, in about a second

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from kernel import stats
-from workers import metrics
+from workers import metrics, prompt_intervals
 from workers.engines.base import SpecCounters
 
 
@@ -85,25 +85,26 @@ def test_length_buckets_double_from_64_and_end_at_the_longest_prompt_that_leaves
 
 
 def test_acceptance_by_length_groups_each_prompts_own_counters_by_its_length():
-    short = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * 8  # AL 4.0
+    enough = prompt_intervals.MIN_PROMPTS_FOR_INTERVAL
+    short = [SpecCounters(drafts=10, draft_tokens=40, accepted=30, per_position=(9, 8, 7, 6))] * enough  # AL 4.0
     long = [SpecCounters(drafts=10, draft_tokens=40, accepted=2, per_position=(2, 0, 0, 0))] * 3  # AL 1.2
-    rows = metrics.by_length([20 + i for i in range(8)] + [300, 310, 320], short + long, [64, 128, 256, 480])
-    assert [(r["after"], r["up_to"], r["prompts"]) for r in rows] == [(0, 64, 8), (64, 128, 0), (128, 256, 0), (256, 480, 3)]
+    rows = metrics.by_length([20 + i for i in range(enough)] + [300, 310, 320], short + long, [64, 128, 256, 480])
+    assert [(r["after"], r["up_to"], r["prompts"]) for r in rows] == [(0, 64, enough), (64, 128, 0), (128, 256, 0), (256, 480, 3)]
     assert rows[0]["mean_acceptance_length"] == pytest.approx(4.0) and rows[3]["mean_acceptance_length"] == pytest.approx(1.2)
-    assert rows[0]["mean_acceptance_length_interval"] == pytest.approx([4.0, 4.0])  # 8 prompts: an interval, here of no width
+    assert rows[0]["mean_acceptance_length_interval"] == pytest.approx([4.0, 4.0])  # the minimum: an interval, of no width
     assert "mean_acceptance_length_interval" not in rows[3]  # 3 prompts: too few for one
     assert rows[1]["mean_acceptance_length"] is None and rows[1]["per_position"] == []  # no prompt that long
     assert rows[3]["per_position"] == pytest.approx([0.2, 0.0, 0.0, 0.0])
 
 
 def test_acceptance_by_temperature_lists_each_temperature_coolest_first_with_al_and_position_intervals():
-    greedy = [SpecCounters(drafts=10, draft_tokens=40, accepted=20 + i % 3, per_position=(8, 6, 4, 2 + i % 3)) for i in range(8)]
-    hot = [SpecCounters(drafts=12, draft_tokens=48, accepted=10, per_position=(6, 3, 1, 0))] * 8
+    greedy = [SpecCounters(drafts=10, draft_tokens=40, accepted=20 + i % 3, per_position=(8, 6, 4, 2 + i % 3)) for i in range(12)]
+    hot = [SpecCounters(drafts=12, draft_tokens=48, accepted=10, per_position=(6, 3, 1, 0))] * 12
     rows = metrics.by_temperature({1.0: (sum(hot, SpecCounters()), hot), 0.0: (sum(greedy, SpecCounters()), greedy)})
     assert [row["temperature"] for row in rows] == [0.0, 1.0]
-    assert rows[1]["mean_acceptance_length"] == pytest.approx(1 + 80 / 96) and rows[1]["drafts"] == 96
+    assert rows[1]["mean_acceptance_length"] == pytest.approx(1 + 120 / 144) and rows[1]["drafts"] == 144
     assert (rows[0]["mean_acceptance_length"] or 0) > (rows[1]["mean_acceptance_length"] or 0)
-    assert rows[0]["prompts"] == 8 and len(rows[0]["mean_acceptance_length_interval"]) == 2
+    assert rows[0]["prompts"] == 12 and len(rows[0]["mean_acceptance_length_interval"]) == 2
     for row in rows:  # each cumulative rate's interval is over the prompts, within [0, 1]
         assert row["per_position_interval_over"] == "prompts"
         for rate, (low, high) in zip(row["per_position"], row["per_position_interval"], strict=True):
