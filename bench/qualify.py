@@ -8,6 +8,8 @@ Run: `make bench` or `python -m bench.qualify`.
 
 from __future__ import annotations
 
+import argparse
+
 from kernel import qualification as q
 from workers.qualification import Settings, qualify
 
@@ -21,6 +23,7 @@ def report(label: str, record: q.Record) -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(prog="python -m bench.qualify", description=__doc__).parse_args()
     report("Q1", qualify(Settings(engine="vllm")))
     report("Q2", qualify(Settings(engine="reference", modes=("one-request",))))
 

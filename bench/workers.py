@@ -8,7 +8,8 @@ queue is empty: first steadily (each polls every 10 s and holds a run 20 s), the
 back, the worst case). It prints the claim latencies of each (every answer, 200 or 204) and how many runs were
 claimed more than once (from the answers, the runs' attempts and the audit log).
 
-Run: `python -m bench.workers [--workers 200] [--runs 400]`.
+Run: `python -m bench.workers [--workers 200] [--runs 400] [--web '<gunicorn options>']`; the suite runs it tiny
+(tests/test_benchmarks_run.py).
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=200)
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--seconds", type=float, default=40.0, help="How long the steady phase polls.")
+    parser.add_argument("--poll", type=float, default=10.0, help="The steady phase's poll interval (the worker's default).")
+    parser.add_argument("--hold", type=float, default=20.0, help="How long a worker holds a run it claimed, steadily.")
     parser.add_argument("--web", default=None, help="gunicorn's options for the web tier (default: docker-compose.yml's "
                         "web command: what is measured is what is deployed), e.g. '--workers 2 --threads 8'.")  # fmt: skip
     args = parser.parse_args()
@@ -167,7 +170,7 @@ def main() -> None:
         # Steady: each worker polls every 10 s (the default) from a random start, and holds a run 20 s.
         queue(args.runs)
         with Share(server.pid) as steady_share:
-            steady = asyncio.run(phase(base, credentials, Pace(poll=10.0, run=20.0, until=time.perf_counter() + args.seconds)))
+            steady = asyncio.run(phase(base, credentials, Pace(args.poll, args.hold, until=time.perf_counter() + args.seconds)))
         # The storm: every worker claims back to back at once until the queue is empty (the worst case).
         queue(len(steady[1]))  # the queue holds `runs` again
         with Share(server.pid) as storm_share:
@@ -176,7 +179,7 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=30)
     print(f"{args.workers} workers, {args.runs} runs queued, load average {load_before:.2f} before")
-    report("steady (poll 10 s, a run 20 s)", *steady, steady_share, target=50)
+    report(f"steady (poll {args.poll:g} s, a run {args.hold:g} s)", *steady, steady_share, target=50)
     report("storm (all at once, back to back)", *storm, storm_share, target=250)
     check(steady[1] + storm[1], args.runs + len(steady[1]))
 
