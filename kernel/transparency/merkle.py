@@ -3,12 +3,13 @@
 Pure and Django-free: the registry builds proofs with it and `spechub verify` checks them. Hashes are raw
 32-byte SHA-256 digests; positions count from zero, as the RFC's do.
 
-The tree keeps every level's hashes, so a proof reads O(log n) of them; a level's last hash is dropped and
-made again while its subtree is incomplete. Only perfect subtrees are kept, and those never change.
+The tree keeps every level's hashes, so a proof reads O(log n) of them. Only perfect subtrees are kept, and those
+never change: appending hashes O(1) nodes on average, and a view taken before reads the same hashes after.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Iterable, Sequence
 
@@ -38,36 +39,72 @@ def _split(n: int) -> int:
 
 
 class Tree:
-    """The leaves' hashes in order, with every complete subtree's hash kept per level."""
+    """The leaves' hashes in order, with every complete subtree's hash kept per level.
+
+    Each level is one bytearray of 32-byte hashes (a log of a million leaves holds about 64 MB, not the 150 MB that
+    a bytes object per hash costs). Only perfect subtrees are kept, and those never change: a view (`view()`) shares
+    the hashes, and what is appended after it was taken neither changes what it reads nor its size."""
 
     def __init__(self, leaves: Iterable[bytes] = ()) -> None:
-        self.levels: list[list[bytes]] = [[]]
+        self._levels: list[bytearray] = [bytearray()]
+        self._size = 0
+        self._read_only = False
         for leaf in leaves:
             self.append(leaf)
 
+    @classmethod
+    def built(cls, leaves: bytes | bytearray) -> Tree:
+        """Return the tree of the leaf hashes concatenated in `leaves`, built a level at a time."""
+        if len(leaves) % HASH_SIZE:
+            raise ValueError(f"{len(leaves)} bytes are not a whole number of {HASH_SIZE}-byte hashes")
+        tree = cls()
+        tree._levels, tree._size = [bytearray(leaves)], len(leaves) // HASH_SIZE
+        pair = 2 * HASH_SIZE
+        while len(below := tree._levels[-1]) >= pair:
+            pairs = range(0, len(below) - len(below) % pair, pair)
+            tree._levels.append(bytearray(b"".join([hashlib.sha256(b"\x01" + below[at : at + pair]).digest() for at in pairs])))
+        return tree
+
     @property
     def size(self) -> int:
-        return len(self.levels[0])
+        return self._size
+
+    def view(self) -> Tree:
+        """Return a read-only view of the tree as it is now, sharing its hashes (a thread may append meanwhile)."""
+        found = copy.copy(self)
+        found._read_only = True
+        return found
 
     def append(self, leaf: bytes) -> None:
         """Add one leaf hash; each subtree it completes is hashed once."""
-        self.levels[0].append(leaf)
-        level, index = 0, self.size - 1
+        if self._read_only:
+            raise TypeError("a view of a tree is read-only")
+        if len(leaf) != HASH_SIZE:
+            raise ValueError(f"a leaf hash is {HASH_SIZE} bytes, not {len(leaf)}")
+        self._levels[0] += leaf
+        self._size += 1
+        height, index, node = 0, self._size - 1, leaf
         while index % 2 == 1:
-            node = node_hash(self.levels[level][index - 1], self.levels[level][index])
-            level, index = level + 1, index // 2
-            if len(self.levels) == level:
-                self.levels.append([])
-            self.levels[level].append(node)
+            node = node_hash(self._node(height, index - 1), node)
+            height, index = height + 1, index // 2
+            if len(self._levels) == height:
+                self._levels.append(bytearray())
+            self._levels[height] += node
 
     def leaf(self, index: int) -> bytes:
-        return self.levels[0][index]
+        if not 0 <= index < self._size:
+            raise IndexError(f"the tree has no leaf {index}: it has {self._size}")
+        return self._node(0, index)
+
+    def _node(self, height: int, index: int) -> bytes:
+        """Return the hash of the perfect subtree of 2**height leaves that is the index-th at its height."""
+        return bytes(self._levels[height][index * HASH_SIZE : (index + 1) * HASH_SIZE])
 
     def _hash(self, start: int, end: int) -> bytes:
         """Return MTH(D[start:end]); a perfect aligned range is read, any other is split as the RFC splits."""
         width = end - start
         if width & (width - 1) == 0 and start % width == 0:
-            return self.levels[width.bit_length() - 1][start // width]
+            return self._node(width.bit_length() - 1, start // width)
         k = _split(width)
         return node_hash(self._hash(start, start + k), self._hash(start + k, end))
 
@@ -77,21 +114,20 @@ class Tree:
         self._check_size(size)
         return EMPTY_ROOT if size == 0 else self._hash(0, size)
 
+    def frontier(self) -> Frontier:
+        """Return the roots of the perfect subtrees the tree is made of, largest first: enough to append to it."""
+        hashes, start = [], 0
+        for height in reversed(range(self._size.bit_length())):
+            if self._size >> height & 1:
+                hashes.append(self._node(height, start >> height))
+                start += 1 << height
+        return Frontier(self._size, hashes)
+
     def root_with(self, leaf: bytes) -> bytes:
         """Return the root the tree would have with `leaf` appended, leaving the tree as it is."""
-        frontier, start = [], 0
-        for height in reversed(range(self.size.bit_length())):
-            if self.size >> height & 1:
-                frontier.append((self.levels[height][start >> height], height))
-                start += 1 << height
-        frontier.append((leaf, 0))
-        while len(frontier) > 1 and frontier[-1][1] == frontier[-2][1]:
-            (right, height), (left, _) = frontier.pop(), frontier.pop()
-            frontier.append((node_hash(left, right), height + 1))
-        found = frontier[-1][0]
-        for left, _ in reversed(frontier[:-1]):
-            found = node_hash(left, found)
-        return found
+        frontier = self.frontier()
+        frontier.append(leaf)
+        return frontier.root()
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
         """Return PATH(index, D[0:size]), RFC 9162 section 2.1.3.1, nearest sibling first."""

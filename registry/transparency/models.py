@@ -39,6 +39,9 @@ class LogHead(models.Model):
 
     size = models.BigIntegerField(default=0)
     checkpoint = models.TextField(blank=True)
+    # Statements that changed or removed log entries: the registry never does, so a database trigger counts them
+    # (migration 0021), and each process rereads the log when the count moves (registry/transparency/selectors.py).
+    rewrites = models.BigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"log of size {self.size}"
