@@ -5,7 +5,8 @@ The figures come only from the full-size runs (`make bench`); these runs assert 
 end and prints its figures. Each is the real command, on the embedded default (a SQLite file of its own) or, where it
 needs PostgreSQL, a database of its own on DATABASE_URL's server, and the toy zoo. The benchmarks that start vLLM
 engines (certify, qualify, frontend, harness) take minutes at any scale: here they are imported and parse their
-options, which catches a module that no longer loads. The listing and the log run tiny in their own tests.
+options, which catches a module that no longer loads. The log runs here with 300 entries; the listing's smallest
+scale (10,000 pairs) is `make bench`'s.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def test_the_worker_claim_benchmark_claims_every_run_once_with_a_few_workers():
     printed = bench("bench.workers", "--workers", "4", "--runs", "8", "--seconds", "2", "--poll", "0.5", "--hold", "0.5")
     assert "web tier: gunicorn" in printed and "storm (all at once, back to back):" in printed
     assert "claimed twice: 0 (answers), 0 (runs past attempt 1)" in printed and "CPU over" in printed
+
+
+def test_the_log_benchmark_appends_and_proves_at_a_few_hundred_entries():
+    printed = bench("bench.transparency", "--entries", "300")
+    assert "appended through log_append, up to 300 entries" in printed and "T2 inclusion proofs at 300 entries" in printed
 
 
 @pytest.mark.parametrize(
