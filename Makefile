@@ -68,6 +68,7 @@ bench:
 	$(PY) -m bench.workers
 	DEBUG=0 SECRET_KEY=bench SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') $(PY) -m bench.listing
 	DEBUG=0 SECRET_KEY=bench SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') $(PY) -m bench.listing --scale 10
+	DEBUG=0 SECRET_KEY=bench SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') $(PY) -m bench.listing --scale 100
 	DEBUG=0 SECRET_KEY=bench SPECHUB_SIGNING_KEY=$$($(PY) -c 'from kernel.certificates import new_seed; print(new_seed())') $(PY) -m bench.transparency
 
 ## hub: serve the toy zoo through olah on http://127.0.0.1:8090 (HF_ENDPOINT for huggingface_hub)

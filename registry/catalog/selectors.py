@@ -127,6 +127,15 @@ def pairs_list(*, search: str = "") -> QuerySet[Pair]:
     return pairs.order_by("-created_at", "-id")
 
 
+def pairs_listed() -> QuerySet[Pair]:
+    """Return `pairs_list()` with only the columns the API's pair list shows: a pair's gate report and format
+    metadata, and each model's parsed config, can each be kilobytes of JSON, decoded for every row of every page."""
+    return pairs_list().defer(
+        "verifier_dtype", "draft_dtype", "format_metadata", "compatibility", "identity", "search",
+        "verifier__config", "verifier__created_at", "draft__config", "draft__created_at",
+    )  # fmt: skip
+
+
 def pairs_filtered(*, params: Any) -> tuple[PairFilter, QuerySet[Pair]]:
     """Return the catalog's bound filter and the pairs it selects, in its sort order."""
     return filtered_pairs(params, pairs_list())
