@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 # Student t's 97.5th percentile by degrees of freedom: the engines' environment has no scipy,
 # and a fixed table of 30 values is all a paired-blocks interval needs (1.96 beyond).
@@ -169,12 +169,18 @@ def noncentral_chi_square_sf(statistic: float, dof: int, noncentrality: float) -
 def power_noncentrality(dof: int, alpha: float, power: float) -> float:
     """Return the smallest noncentrality at which Pearson's test at level `alpha` rejects with `power`."""
     critical = chi_square_critical(dof, alpha)
+    return _inverse(lambda x: noncentral_chi_square_sf(critical, dof, x), power, steps=60)
+
+
+def _inverse(rising: Callable[[float], float], target: float, *, steps: int) -> float:
+    """The x ≥ 0 where the rising function `rising` reaches `target`, by bisection from [0, 1], doubled until it
+    brackets it; `steps` halvings."""
     low, high = 0.0, 1.0
-    while noncentral_chi_square_sf(critical, dof, high) < power:
+    while rising(high) < target:
         low, high = high, 2 * high
-    for _ in range(60):
+    for _ in range(steps):
         middle = (low + high) / 2
-        low, high = (middle, high) if noncentral_chi_square_sf(critical, dof, middle) < power else (low, middle)
+        low, high = (middle, high) if rising(middle) < target else (low, middle)
     return high
 
 
@@ -200,13 +206,7 @@ def detectable_tv(samples: int, dof: int, alpha: float, power: float) -> float:
 def t_quantile(p: float, dof: int) -> float:
     """Student t's p-quantile (p > 0.5), by bisection on its CDF: the family-adjusted intervals need levels the
     97.5 % table does not hold."""
-    low, high = 0.0, 1.0
-    while t_cdf(high, dof) < p:
-        low, high = high, 2 * high
-    for _ in range(80):
-        middle = (low + high) / 2
-        low, high = (middle, high) if t_cdf(middle, dof) < p else (low, middle)
-    return high
+    return _inverse(lambda x: t_cdf(x, dof), p, steps=80)
 
 
 def t_cdf(t: float, dof: int) -> float:
@@ -259,13 +259,7 @@ def _family_scale(dof: int, family: int) -> float:
 def f_quantile(p: float, first: int, second: int) -> float:
     """Fisher's F p-quantile with (`first`, `second`) degrees of freedom, by bisection on its CDF (the regularised
     incomplete beta at first·x / (first·x + second))."""
-    low, high = 0.0, 1.0
-    while _f_cdf(high, first, second) < p:
-        low, high = high, 2 * high
-    for _ in range(80):
-        middle = (low + high) / 2
-        low, high = (middle, high) if _f_cdf(middle, first, second) < p else (low, middle)
-    return high
+    return _inverse(lambda x: _f_cdf(x, first, second), p, steps=80)
 
 
 def _f_cdf(x: float, first: int, second: int) -> float:
