@@ -23,6 +23,8 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 
 FROM web AS worker-cpu
 USER root
+# tcmalloc, which vLLM's CPU guide preloads into every engine process with the wheel's Intel OpenMP (workers/preload.py).
+RUN apt-get update && apt-get install -y --no-install-recommends libtcmalloc-minimal4 && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir ".[cpu]" --extra-index-url https://download.pytorch.org/whl/cpu \
  && pip uninstall -y spechub torchvision torchaudio torchcodec
 # A worker serves no HTTP: it is healthy when its Celery node answers a ping.

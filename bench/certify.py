@@ -9,6 +9,8 @@ S1  the same pair (draft_model) certified 3 times: each run's speedup at c=1 wit
 S2  the full certification's wall time, each run (target <= 300 s); the first has a cold baseline cache
 S6  the serving-feature smoke tier's share of it, each run (target < 60 s per pair)
 P3  the harness's overhead against a bare vLLM script making the same offline generate calls (target <= 5 %)
+S7  what each run started (engines, servers, the reference engine) and the published servers' start against the
+    CPU cost model's (target: within 20 %, issue 62 §2)
 P5  peak RSS of the first certification, process tree included: the two servers load while the offline
     engines measure, so all three are up at once (issue 12 dropped the one-engine 4 GiB rule; shown, not judged)
 
@@ -29,7 +31,7 @@ import psutil
 
 from kernel import result
 from kernel.director import Director
-from workers import certification, engine_latency
+from workers import certification, cost, engine_latency
 from workers.__main__ import parse, spec_from
 from workers.engines.vllm import engine_arguments
 from workers.stages import default_stages
@@ -209,11 +211,32 @@ def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[floa
         )
     print(f"P5 peak RSS of the first certification, process tree: {peak / GIB:.2f} GiB (shown, not judged)")
     for number, (_, document) in enumerate(done, start=1):
+        print(starts_line(number, document))
+    for number, (_, document) in enumerate(done, start=1):
         summary, verdict = result.summary(document), result.verdict(document)
         al = summary["mean_acceptance_length"] if summary else None
         print(
             f"   run {number}: AL {al}, verdict {verdict['verdict'] if verdict else None} {verdict['reasons'] if verdict else ''}"
         )
+
+
+def starts_line(number: int, document: result.ResultDocument) -> str:
+    """S7 (issue 62 §2): what the run started, from its document's list, and the published servers' start against
+    the CPU cost model's figure (`certify --dry-run`), which it must be within 20 % of."""
+    starts = result.starts(document)
+    kinds = {kind: [s["seconds"] for s in starts if s["kind"] == kind] for kind in ("engine", "server", "reference")}
+    counted = ", ".join(f"{len(seconds)} {kind}{'s' if len(seconds) != 1 else ''} "
+                        f"({', '.join('never answered' if x is None else f'{x:.0f} s' for x in seconds)})"
+                        for kind, seconds in kinds.items() if seconds)  # fmt: skip
+    published = [s["seconds"] for s in starts if s["kind"] == "server" and s["stage"] == "gate" and s["seconds"] is not None]
+    modelled = cost.COSTS["cpu"].server_start
+    if len(published) != 2:
+        return f"S7 run {number} started {counted or 'nothing it listed'}; no pair of published servers to hold to the cost model"
+    off = max(published) / modelled - 1
+    return (
+        f"S7 run {number} started {counted}; the published servers answered in {max(published):.0f} s, the cost "
+        f"model says {modelled:.0f} s ({off:+.0%}, target within 20 %): {'OK' if abs(off) <= 0.2 else 'OVER TARGET'}"
+    )
 
 
 def latency(number: int, document: result.ResultDocument) -> None:

@@ -27,6 +27,8 @@ class Settings:
     baseline_cache: Path  # SPECHUB_BASELINE_CACHE: verifier-alone measurements kept on this node
     baseline_store: str | None  # SPECHUB_BASELINE_STORE: a Redis URL sharing them between nodes
     start_log: Path | None  # SPECHUB_START_LOG: where engine, server and certification starts are recorded
+    # SPECHUB_CPU_PRELOAD: the libraries every vLLM process on CPU preloads, of workers.preload.LIBRARIES ("none": none)
+    cpu_preload: tuple[str, ...] = ()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -44,7 +46,16 @@ class Settings:
             baseline_cache=Path(given("SPECHUB_BASELINE_CACHE") or Path.home() / ".cache" / "spechub" / "baselines"),
             baseline_store=given("SPECHUB_BASELINE_STORE"),
             start_log=Path(start_log) if start_log else None,
+            cpu_preload=_names(given("SPECHUB_CPU_PRELOAD") or DEFAULT_CPU_PRELOAD),
         )
+
+
+# vLLM's CPU guide asks for both; the A/B in docs/measuring.md ("Preloaded libraries") measured what each gives.
+DEFAULT_CPU_PRELOAD = "none"
+
+
+def _names(given: str) -> tuple[str, ...]:
+    return () if given == "none" else tuple(name.strip() for name in given.split(",") if name.strip())
 
 
 @functools.cache
@@ -56,6 +67,11 @@ def current() -> Settings:
 def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
     """The environment a child process (an engine's server) starts with: this process's, with `extra` on top."""
     return {**os.environ, **extra}
+
+
+def preloaded() -> str:
+    """The LD_PRELOAD this process has now: the libraries its children inherit (a forked one, loaded already)."""
+    return os.environ.get("LD_PRELOAD", "")
 
 
 def export(name: str, value: str, *, keep_given: bool = False) -> None:

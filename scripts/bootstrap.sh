@@ -12,6 +12,20 @@ python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 torch_index="${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}"
 stamp="$venv/.installed-${extras:-web}"
 
+# vLLM's CPU guide preloads tcmalloc into every engine process (workers/preload.py); Intel OpenMP comes in the venv.
+if [[ ",$extras," == *",cpu,"* ]] && ! ldconfig -p 2>/dev/null | grep -q libtcmalloc_minimal.so.4; then
+  sudo=""
+  [[ "$(id -u)" != "0" ]] && sudo="sudo"
+  if command -v apt-get >/dev/null; then
+    echo "bootstrap: installing Debian's libtcmalloc-minimal4, which vLLM's CPU engines preload"
+    # One apt at a time: make bootstrap runs the browser's install beside this one.
+    flock /tmp/spechub-apt.lock sh -c "$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libtcmalloc-minimal4" \
+      || echo "bootstrap: tcmalloc did not install; engines run without it (the result says so)" >&2
+  else
+    echo "bootstrap: no apt-get: install tcmalloc yourself; until then engines run without it (the result says so)" >&2
+  fi
+fi
+
 if [[ -f "$stamp" && "$stamp" -nt pyproject.toml ]]; then
   exit 0
 fi

@@ -13,8 +13,8 @@ sudo=""
 
 if [[ ! -x /usr/bin/chromium ]]; then
   echo "bootstrap: installing Debian's chromium for the browser tests"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium
+  # One apt at a time: scripts/bootstrap.sh may install tcmalloc beside this.
+  flock /tmp/spechub-apt.lock sh -c "$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium"
   /usr/bin/chromium --version
 fi
 
@@ -25,8 +25,7 @@ installed() {
 if [[ "$(installed)" != "$AXE_VERSION" ]]; then
   if ! command -v npm >/dev/null; then
     echo "bootstrap: installing Debian's npm to fetch axe-core"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq npm
+    flock /tmp/spechub-apt.lock sh -c "$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq npm"
   fi
   echo "bootstrap: installing axe-core@$AXE_VERSION into $AXE_PREFIX"
   mkdir -p "$AXE_PREFIX"

@@ -133,7 +133,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     full = sum(1 for detail in runs if set(MEASURING_STAGES) <= set(detail.rpartition("stages=")[2].split(",")))
     terminalreporter.write_sep("-", "spechub: real parts started")
     terminalreporter.write_line(
-        f"{kinds.count('engine')} vLLM engines and {kinds.count('server')} vLLM servers started; "
+        f"{kinds.count('engine')} vLLM engines, {kinds.count('server')} vLLM servers and {kinds.count('reference')} reference "
+        "engines started; "
         f"{full} full real certifications, {len(runs) - full} with stages left out or injected"
     )
 

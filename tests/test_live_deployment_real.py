@@ -5,6 +5,7 @@ holding the deployment to the session's shared certification of the same pair (t
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import time
 from pathlib import Path
@@ -68,13 +69,13 @@ def live(base: str, deployment: Deployment, owner: User) -> dict[str, Any]:
 
 
 def worst_prompts(server: vllm_serving.Server, prompts: list[list[int]], count: int) -> list[list[int]]:
-    """The `count` prompts this server's pair accepts least, each sent alone and read from its counters."""
+    """The `count` prompts this server's pair accepts least, each sent alone (greedy) and read from its counters."""
     rates = []
     for prompt in prompts:
         before = vllm_serving.served_counters(server)
-        timing.run_block(server, CONFIG.verifier, [prompt], OUTPUT, concurrency=1)
+        vllm_serving.complete(server, CONFIG.verifier, [prompt], OUTPUT)
         counted = vllm_serving.served_counters(server) - before
-        rates.append(counted.accepted / counted.drafts)
+        rates.append(counted.accepted / counted.drafts if counted.drafts else math.inf)  # no step: nothing to rank
     return [prompts[i] for i in sorted(range(len(prompts)), key=rates.__getitem__)[:count]]
 
 

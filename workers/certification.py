@@ -23,7 +23,7 @@ from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.traffic.templates import switches
 from kernel.verdict import judge_document
-from workers import audit, baselines, host, metrics, modes, speed, two_tokens
+from workers import audit, baselines, host, metrics, modes, preload, speed, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, Sampling, SpecCounters
@@ -316,6 +316,7 @@ def verdict(bench: Workbench, report: Tick) -> result.Verdict:
         "environment": environment(bench),
         "properties": properties,
         "qualification": None,
+        "starts": [start.as_record() for start in bench.starts],
     }
 
 
@@ -347,6 +348,7 @@ def environment(bench: Workbench) -> result.Environment:
         },
         "speculative_config": without_local_paths(bench.engine_config, bench),
         "quantization": _quantization(bench),
+        **({"preload": preload.described()} if bench.spec.hardware == "cpu" else {}),
     }
 
 

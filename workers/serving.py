@@ -46,6 +46,7 @@ class Server:
     process: subprocess.Popen[bytes]
     log: Path
     finished_at: float = 0.0  # time.monotonic() at the end of its last block
+    start: audit.Start | None = None  # its start in the run's list (audit.counting), answered once /health is
 
     @property
     def url(self) -> str:
@@ -134,10 +135,10 @@ def _start(engine: Engine, name: str, config: EngineConfig, log_dir: Path) -> Se
     port = _free_port()
     command = engine.server_command(config, port)
     log = log_dir / f"{name}.log"
-    audit.record("server", f"{name} {' '.join(config.server_flags)}".strip())
+    started = audit.started("server", f"{name} {' '.join(config.server_flags)}".strip())
     with log.open("wb") as out:
         process = children.spawn(command, out, settings.child_environment(engine.server_environment(config)))
-    return Server(name=name, command=command, port=port, process=process, log=log)
+    return Server(name=name, command=command, port=port, process=process, log=log, start=started)
 
 
 class Exited(InfraError):
@@ -169,6 +170,8 @@ def _wait_ready(waiting: list[Server]) -> None:
                 with contextlib.suppress(httpx.HTTPError):
                     if client.get(f"{server.url}/health").status_code == 200:
                         waiting.remove(server)
+                        if server.start is not None:
+                            server.start.answered()
             if waiting and time.monotonic() > deadline:
                 raise InfraError("serve:start-failed", f"{waiting[0].name} not ready after {START_TIMEOUT:.0f} s")
             time.sleep(0.5)

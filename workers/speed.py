@@ -92,7 +92,11 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         "theoretical_bound": al,
         "per_category_speedup": per_category,
         "mode": "serving",
-        "servers": {**served_commands(bench, running, waited), "started_early": early is not None},
+        "servers": {
+            **served_commands(bench, running, waited),
+            "started_early": early is not None,
+            "environment": engine.published_environment(bench.config(speculative=True)),
+        },
         "rate_point": rate_point,
         "load": load.record(),
         "counters": counters,

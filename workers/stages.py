@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from kernel.director import Stage
 from kernel.result import STAGE_ORDER, ResultDocument
 from kernel.spec import RunSpec
+from workers import audit
 
 SERVED = ("throughput", "smoke")  # the stages that start vLLM servers
 
@@ -39,7 +40,8 @@ class MeasuringStage:
             self.shared.bench = Workbench.for_spec(spec)
             self.shared.bench.serves = self.shared.serves
         self.shared.bench.stages = document["stages"]
-        return self.work(self.shared.bench, report)
+        with audit.counting(self.shared.bench.starts, self.name):
+            return self.work(self.shared.bench, report)
 
     def close(self) -> None:
         """The run ended (the director says so, whatever the outcome): stop servers no stage took."""

@@ -17,7 +17,7 @@ from kernel.formats import Report
 from kernel.spec import RunSpec
 from kernel.traffic import ChatTemplate
 from kernel.traffic.templates import Switches
-from workers import serving
+from workers import audit, serving
 from workers.engines.base import EngineConfig, SpecCounters
 from workers.suites import Suite, load_suite
 
@@ -84,6 +84,7 @@ class Workbench:
     # The smoke tier's engine-feature servers, started once the throughput stage has timed everything (CPU).
     smoke_early: serving.Spawned | None = None
     smoke_known: dict[str, result.SmokeFeature] | None = None  # the engine features refused on an earlier run
+    starts: list[audit.Start] = field(default_factory=list)  # every engine and server this run started (audit.counting)
 
     @classmethod
     def for_spec(cls, spec: RunSpec) -> Workbench:

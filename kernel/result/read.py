@@ -14,6 +14,7 @@ from kernel.result.schema import (
     ResultDocument,
     ServedSchedule,
     Smoke,
+    Start,
     Throughput,
     Verdict,
     WorkloadFigures,
@@ -38,6 +39,12 @@ def smoke(document: ResultDocument | None) -> Smoke | None:
     """Return the serving-feature grid; None for documents measured before the smoke tier."""
     found = stage(document, "smoke")
     return cast(Smoke, found) if found else None
+
+
+def starts(document: ResultDocument | None) -> list[Start]:
+    """Every engine and server the run started, in order; empty for documents made before issue 62 listed them."""
+    found = verdict(document)
+    return list(found.get("starts", [])) if found else []
 
 
 def properties(document: ResultDocument | None) -> Properties | None:

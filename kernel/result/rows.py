@@ -217,8 +217,8 @@ def measurement(document: ResultDocument | None) -> Measurement | None:
     ran, point, counted = measured.get("servers"), measured.get("rate_point"), measured.get("counters")
     return {
         "mode": measured.get("mode"),
-        "recipe": ran["speculative_recipe"] if ran else None,
-        "baseline_recipe": ran["baseline_recipe"] if ran else None,
+        "recipe": served_line(ran["speculative_recipe"], ran) if ran else None,
+        "baseline_recipe": served_line(ran["baseline_recipe"], ran) if ran else None,
         "output_tokens": ran["output_tokens"] if ran else None,
         "request_rate": point["request_rate"] if point else None,
         "latency_speedup": point["speedup"] if point else None,
@@ -329,13 +329,22 @@ def serve_command(document: ResultDocument | None) -> str | None:
     measured, scheduled = throughput(document), served_schedule(document)
     if measured is None:
         return None
-    if scheduled and scheduled["serve_it"]:
-        return scheduled["recipe"]
-    rows = best_k_of(measured)
-    if rows and rows[0]["recipe"]:
-        return rows[0]["recipe"]
     servers = measured.get("servers")
-    return servers["speculative_recipe"] if servers else None
+    rows = best_k_of(measured)
+    if scheduled and scheduled["serve_it"]:
+        line: str | None = scheduled["recipe"]
+    elif rows and rows[0]["recipe"]:
+        line = rows[0]["recipe"]
+    else:
+        line = servers["speculative_recipe"] if servers else None
+    return served_line(line, servers) if line else None
+
+
+def served_line(line: str, servers: Servers | None) -> str:
+    """A published `vllm serve` line as the servers ran it: after the environment they ran with that a user's server
+    needs too (on CPU the KV cache and the preloaded libraries, issue 62 §4); as it is for older documents."""
+    environment = servers.get("environment", {}) if servers else {}
+    return " ".join([*(f"{name}={value}" for name, value in environment.items()), line])
 
 
 class BestKRow(TypedDict):

@@ -145,6 +145,9 @@ class Servers(TypedDict):
     start_seconds: Amount  # what the stage waited for them; less than their whole start when they started early
     output_tokens: Count
     started_early: NotRequired[bool]  # started after the gate, while the offline stages measured
+    # What a user's server needs set to run as these did, published before `vllm serve` (on CPU: the KV cache and the
+    # preloaded libraries, workers/preload.py); absent before issue 62.
+    environment: NotRequired[dict[str, str]]
 
 
 class ServedCounters(TypedDict):
@@ -285,6 +288,17 @@ class Environment(TypedDict, total=False):
     workloads: Suite
     speculative_config: dict[str, object] | None
     quantization: dict[str, object]  # kernel.quantized.Derivation: which checkpoints are quantized, from what (issue 53)
+    preload: dict[str, str | None]  # CPU: each library vLLM's processes preloaded, None where absent (workers/preload.py)
+
+
+class Start(TypedDict):
+    """One engine or server a certification started (workers/audit.py): what, by which stage, and how long it took
+    to answer (None: it never did)."""
+
+    kind: str  # "engine" (vLLM offline), "server" (vLLM's OpenAI server), "reference" (transformers)
+    detail: str  # its method or name, and its flags
+    stage: str
+    seconds: Amount | None
 
 
 class Verdict(TypedDict):
@@ -296,6 +310,7 @@ class Verdict(TypedDict):
     # Since per-property verdicts (kernel/verdict.py); absent from older documents.
     properties: NotRequired[Properties]
     qualification: NotRequired[dict[str, str] | None]  # the engine qualification it was judged with
+    starts: NotRequired[list[Start]]  # every engine and server the run started, in order; absent before issue 62
 
 
 class BaselineCache(TypedDict):

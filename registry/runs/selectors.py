@@ -108,6 +108,7 @@ class RunFigures(TypedDict):
     acceptance: result.Acceptance | None
     best_k: list[result.BestKRow]
     schedule: result.ServedSchedule | None
+    starts: list[result.Start]
 
 
 def run_figures(run: CertificationRun) -> RunFigures:
@@ -124,6 +125,7 @@ def run_figures(run: CertificationRun) -> RunFigures:
         "acceptance": result.acceptance(document),
         "best_k": result.best_k_rows(document),
         "schedule": result.served_schedule(document),
+        "starts": result.starts(document),
     }
 
 

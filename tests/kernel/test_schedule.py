@@ -27,8 +27,11 @@ def test_one_k_everywhere_is_one_range_and_the_config_keeps_the_runs_k_as_its_ca
 def test_the_command_to_serve_is_the_schedule_only_where_it_was_measured_better():
     from kernel import result
 
-    def document(serve_it: bool | None) -> Any:
-        throughput: dict[str, Any] = {"levels": {}, "servers": {"speculative_recipe": "vllm serve fixed-k"}}
+    def document(serve_it: bool | None, environment: dict[str, str] | None = None) -> Any:
+        servers: dict[str, Any] = {"speculative_recipe": "vllm serve fixed-k"}
+        if environment is not None:
+            servers["environment"] = environment
+        throughput: dict[str, Any] = {"levels": {}, "servers": servers}
         if serve_it is not None:
             served = {"serve_it": serve_it, "recipe": "vllm serve schedule", "ranges": [[1, 1024, 2]], "levels": {}}
             throughput["choice_of_k"] = {"run_k": 4, "levels": {}, "recipes": {}, "schedule": served}
@@ -38,3 +41,9 @@ def test_the_command_to_serve_is_the_schedule_only_where_it_was_measured_better(
     assert result.serve_command(document(False)) == "vllm serve fixed-k"
     assert result.serve_command(document(None)) == "vllm serve fixed-k"
     assert result.serve_command({"schema_version": 3, "stages": {}}) is None  # type: ignore[arg-type]
+    # What the servers ran with goes before whichever line is served (issue 62 §4: a CPU user's server needs it too).
+    cpu = {"VLLM_CPU_KVCACHE_SPACE": "1", "LD_PRELOAD": "libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so"}
+    prefix = "VLLM_CPU_KVCACHE_SPACE=1 LD_PRELOAD=libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so "
+    assert result.serve_command(document(True, cpu)) == prefix + "vllm serve schedule"
+    assert result.serve_command(document(None, cpu)) == prefix + "vllm serve fixed-k"
+    assert result.serve_command(document(None, {})) == "vllm serve fixed-k"

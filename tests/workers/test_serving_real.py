@@ -100,3 +100,35 @@ def test_the_result_names_the_cpu_its_vector_extensions_and_the_model_runner(cer
     assert environment["cpu"] == host.cpu_model() and environment["cpu"] != "x86_64"
     assert environment["cpu_extensions"] == host.vector_extensions()
     assert environment["cpu_capability"] == host.torch_capability() and environment["model_runner"] in ("V1", "V2")
+
+
+def test_the_document_lists_every_engine_and_server_the_certification_started_and_the_preloads_it_ran_with(certified_run):
+    """Issue 62 §2 and §4 on the shared certification: each start in order, with its stage and the seconds until it
+    answered; the libraries vLLM's CPU processes preloaded; and the published command carrying what the servers ran with."""
+    document = certified_run.result
+    starts = result.starts(document)
+    assert starts and all(start["seconds"] is not None and start["seconds"] > 0 for start in starts), starts
+    by_stage = [(start["stage"], start["kind"]) for start in starts]
+    # The offline engines, one a side (the session's baseline cache starts cold), and the reference engine.
+    assert by_stage.count(("speculative", "engine")) == 1 and by_stage.count(("baseline", "engine")) == 1, by_stage
+    assert ("equivalence", "reference") in by_stage, by_stage
+    # The two published servers, started by the gate to load beside the offline stages, are the first servers.
+    servers = [start for start in starts if start["kind"] == "server"]
+    assert [(s["stage"], s["detail"]) for s in servers[:2]] == [("gate", "baseline"), ("gate", "speculative")], servers
+    # The smoke tier's engine features each serve with their flag: every one of them a start of its own.
+    flagged = [
+        s for s in servers[2:] if any(flag in s["detail"] for flag in ("--no-enable-prefix-caching", "--enable-chunked-prefill"))
+    ]
+    assert len(flagged) >= 2, servers
+    environment = result.environment(document) or {}
+    assert environment.get("preload") == {"tcmalloc": "libtcmalloc_minimal.so.4", "iomp": "libiomp5.so"}, environment
+    measured = result.throughput(document)
+    published = measured.get("servers") if measured else None
+    assert published is not None and published["environment"] == {"VLLM_CPU_KVCACHE_SPACE": "1",
+                                         "LD_PRELOAD": "libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so"}  # fmt: skip
+    serve = result.summary(document)["serve"]  # type: ignore[index]
+    assert (
+        serve is not None
+        and serve.startswith("VLLM_CPU_KVCACHE_SPACE=1 LD_PRELOAD=libtcmalloc_minimal.so.4:")
+        and " vllm serve " in serve
+    )

@@ -137,6 +137,10 @@ class Engine(ABC):
     def server_environment(self, config: EngineConfig) -> dict[str, str]:
         return {}
 
+    def published_environment(self, config: EngineConfig) -> dict[str, str]:
+        """The variables a user's own server needs to run as the measured one did: published before `vllm serve`."""
+        return {}
+
     def speculation_switches(self) -> list[str]:
         """The request fields of this build's server that could turn speculation off for one request."""
         return []

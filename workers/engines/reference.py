@@ -14,6 +14,7 @@ import platform
 from typing import Any
 
 from kernel.errors import UserError
+from workers import audit
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
 
 # A deliberately wrong acceptance rule, for showing that the sampling test catches a biased sampler.
@@ -34,6 +35,7 @@ class ReferenceEngine(Engine):
     def start(self, config: EngineConfig) -> None:
         import torch
 
+        started = audit.started("reference", "transformers " + ("draft_model" if config.speculative_config else "verifier-alone"))
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = getattr(torch, config.dtype)
         self.config = config
@@ -55,6 +57,7 @@ class ReferenceEngine(Engine):
         if self.accept_rule not in ACCEPT_RULES:
             raise ValueError(f"accept_rule must be one of {ACCEPT_RULES}")
         self.total = SpecCounters(per_position=(0,) * self.k)
+        started.answered()
 
     def _load(self, path: str) -> Any:
         from transformers import AutoModelForCausalLM

