@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kernel import result
 from kernel.spec import Plan
 from workers import metrics
 
@@ -26,19 +27,50 @@ class Costs:
     source: str
     qualification: float  # the engine controls, once per engine build and hardware class
     offline: float  # fetch, gate, the offline engines (speculative, baseline) and the equivalence tests
-    server_start: float  # both servers, started side by side
+    server_start: float  # both servers, started side by side: each one's seconds until it answers
     smoke: float  # the smoke tier's engine features (each serves the pair once more)
     baseline_tokens_per_second: float  # one request's decode rate, the verifier alone
     spread: float  # the typical CV of a paired block ratio
     gpus: int
+    engine_start: float  # one offline vLLM engine, until it answers (part of `offline`)
+    reference_start: float  # the reference engine (transformers), until it answers (part of `offline`)
 
+
+# One offline vLLM engine and the reference engine on the CPU class, until each answers: the document's own list on the
+# preload A/B's runs (docs/measuring.md, "What a certification starts"), a 2-core Intel Xeon with the servers loading beside.
+ENGINE_START_CPU = 30.0
+REFERENCE_START_CPU = 5.0
 
 COSTS = {
     "cpu": Costs("cpu", "as measured on the 2-core CI machine with the toy zoo (issue 24's `make demo` and bench, cold caches)",
-                 qualification=178, offline=75, server_start=55, smoke=64, baseline_tokens_per_second=195, spread=0.17, gpus=0),
+                 qualification=178, offline=75, server_start=55, smoke=64, baseline_tokens_per_second=195, spread=0.17, gpus=0,
+                 engine_start=ENGINE_START_CPU, reference_start=REFERENCE_START_CPU),
     "h100": Costs("h100", "an 8B verifier in bf16 with an EAGLE-3 head on one H100 80 GB, from open figures", qualification=900,
-                  offline=240, server_start=120, smoke=300, baseline_tokens_per_second=133, spread=0.03, gpus=1),
+                  offline=240, server_start=120, smoke=300, baseline_tokens_per_second=133, spread=0.03, gpus=1,
+                  engine_start=90, reference_start=60),
 }  # fmt: skip
+
+
+def planned_starts(plan: Plan, hardware: str) -> list[result.Start]:
+    """The engines and servers a certification on `plan` starts, in the shape its document lists them (workers/audit.py),
+    each at the class's figure: the offline engines and the reference engine, the two published servers (the gate starts
+    them), and the smoke tier's pair with its engine features' flags. A level whose best k differs from the run's, or a
+    batch-size schedule measured better, serves one more each: those depend on the figures, and are not planned."""
+    costs = costs_for(hardware)
+    starts: list[result.Start] = [
+        {"kind": "engine", "detail": "the verifier alone", "stage": "baseline", "seconds": costs.engine_start},
+        {"kind": "engine", "detail": "the pair", "stage": "speculative", "seconds": costs.engine_start},
+    ]
+    if plan.reference_check:
+        starts.append(
+            {"kind": "reference", "detail": "the verifier alone", "stage": "equivalence", "seconds": costs.reference_start}
+        )
+    sides = ("baseline", "speculative")
+    starts += [{"kind": "server", "detail": side, "stage": "gate", "seconds": costs.server_start} for side in sides]
+    if plan.smoke_engine_features is None or plan.smoke_engine_features:
+        starts += [{"kind": "server", "detail": f"{side} with the smoke tier's engine features", "stage": "throughput",
+                    "seconds": costs.server_start} for side in sides]  # fmt: skip
+    return starts
 
 
 @dataclass(frozen=True)
@@ -95,6 +127,18 @@ def estimate(plan: Plan, hardware: str) -> Estimate:
     return Estimate(costs, levels, wall)
 
 
+def starts_line(starts: list[result.Start]) -> str:
+    """The planned starts, counted by kind with each one's seconds, as the dry run prints them."""
+    kinds = {"engine": "offline vLLM engine", "reference": "reference engine", "server": "vLLM server"}
+    parts = []
+    for kind, name in kinds.items():
+        seconds = [start["seconds"] or 0.0 for start in starts if start["kind"] == kind]
+        if seconds:
+            each = " each" if len(seconds) > 1 else ""
+            parts.append(f"{len(seconds)} {name}{'s' if len(seconds) > 1 else ''} ({seconds[0]:.0f} s{each})")
+    return f"starts, as a run's document lists them: {', '.join(parts)}"
+
+
 def describe(plan: Plan, hardware: str) -> list[str]:
     """The dry run's lines: the plan, each level's expected pairs and time, the totals and the assumptions."""
     found = estimate(plan, hardware)
@@ -111,6 +155,7 @@ def describe(plan: Plan, hardware: str) -> list[str]:
         f"  offline stages {costs.offline:.0f} s, two servers' start {costs.server_start:.0f} s"
         + (" (after them: one GPU)" if costs.gpus else " (beside them)")
         + f", smoke tier {costs.smoke:.0f} s",
+        starts_line(planned_starts(plan, hardware)),
         f"estimate: {found.wall_seconds / 60:.1f} min a pair"
         + (f", {found.gpu_minutes:.1f} GPU-minutes" if costs.gpus else " (no GPU)")
         + f"; qualification once per engine build: {costs.qualification / 60:.1f} min",

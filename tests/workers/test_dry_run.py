@@ -23,6 +23,15 @@ def test_the_dry_run_prints_each_classs_plan_and_estimate_and_runs_nothing(capsy
     estimate = next(line for line in out if line.startswith("estimate:"))
     assert ("GPU-minutes" in estimate) == (hardware != "cpu") and "qualification once per engine build" in estimate
     assert any(line.startswith("assumptions:") for line in out)
+    # The starts it plans, counted as a run's document lists them (tests/workers/test_serving_real.py holds a real
+    # run's list to the same plan): two offline engines, the reference engine, and two servers twice (published, smoke).
+    starts = next(line for line in out if line.startswith("starts, as a run's document lists them:"))
+    assert "2 offline vLLM engines" in starts and "1 reference engine" in starts and "4 vLLM servers" in starts, starts
+
+
+def test_a_plan_without_the_reference_check_or_the_smoke_tiers_features_plans_fewer_starts():
+    kinds = [start["kind"] for start in cost.planned_starts(Plan(reference_check=False, smoke_engine_features=()), "cpu")]
+    assert kinds == ["engine", "engine", "server", "server"]
 
 
 def test_an_unknown_hardware_class_is_refused_with_the_known_ones(capsys):

@@ -11,8 +11,9 @@ from typing import Any, cast
 import pytest
 
 from kernel import result
+from kernel.spec import spec_of
 from tests.support.certified import PAIRS
-from workers import engine_latency, host
+from workers import cost, engine_latency, host
 from workers.timing import PROBE_PAIRS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.engine, pytest.mark.serial]
@@ -120,6 +121,10 @@ def test_the_document_lists_every_engine_and_server_the_certification_started_an
         s for s in servers[2:] if any(flag in s["detail"] for flag in ("--no-enable-prefix-caching", "--enable-chunked-prefill"))
     ]
     assert len(flagged) >= 2, servers
+    # The dry run's cost model plans the same list: what it counts is what ran (the extra k's and schedule aside).
+    plan = spec_of(document["spec"], run_id=1, attempt=1).plan
+    planned = sorted((start["stage"], start["kind"]) for start in cost.planned_starts(plan, "cpu"))
+    assert planned == sorted(by_stage), (planned, by_stage)
     environment = result.environment(document) or {}
     assert environment.get("preload") == {"tcmalloc": "libtcmalloc_minimal.so.4", "iomp": "libiomp5.so"}, environment
     measured = result.throughput(document)
