@@ -343,8 +343,8 @@ def serve_command(document: ResultDocument | None) -> str | None:
 def served_line(line: str, servers: Servers | None) -> str:
     """A published `vllm serve` line as the servers ran it: after the environment they ran with that a user's server
     needs too (on CPU the KV cache and the preloaded libraries, issue 62 §4); as it is for older documents."""
-    environment = servers.get("environment", {}) if servers else {}
-    return " ".join([*(f"{name}={value}" for name, value in environment.items()), line])
+    environment = servers.get("environment", {}) if servers else {}  # by name: a JSON column need not keep the order
+    return " ".join([*(f"{name}={value}" for name, value in sorted(environment.items())), line])
 
 
 class BestKRow(TypedDict):

@@ -23,7 +23,7 @@ from registry.runs.services import run_claim, run_create, run_finish
 from registry.states import RunState
 from tests.browser.conftest import watch_csp
 from tests.registry.test_catalog_filters import finish
-from tests.registry.test_pair_and_run_pages import choice_of_k, schedule_of
+from tests.registry.test_pair_and_run_pages import CPU_ENVIRONMENT, STARTS, choice_of_k, schedule_of
 from tests.registry.test_pair_and_run_pages import serving_document as pair_page_document
 from tests.support.factories import RunFactory
 from tests.support.processes import ROOT
@@ -197,6 +197,8 @@ def measured_stages() -> dict[str, Any]:
                                           {"thinking on": (sum(prompts, SpecCounters()), prompts),
                                            "thinking off": (sum(off, SpecCounters()), off)})  # fmt: skip
     stages["throughput"]["choice_of_k"]["schedule"] = schedule_of(True)  # the batch-size schedule, served
+    stages["throughput"]["servers"]["environment"] = dict(CPU_ENVIRONMENT)  # a CPU run's servers (issue 62)
+    stages["verdict"]["starts"] = [dict(start) for start in STARTS]
     return stages
 
 

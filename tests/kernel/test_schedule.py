@@ -43,7 +43,7 @@ def test_the_command_to_serve_is_the_schedule_only_where_it_was_measured_better(
     assert result.serve_command({"schema_version": 3, "stages": {}}) is None  # type: ignore[arg-type]
     # What the servers ran with goes before whichever line is served (issue 62 §4: a CPU user's server needs it too).
     cpu = {"VLLM_CPU_KVCACHE_SPACE": "1", "LD_PRELOAD": "libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so"}
-    prefix = "VLLM_CPU_KVCACHE_SPACE=1 LD_PRELOAD=libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so "
+    prefix = "LD_PRELOAD=libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so VLLM_CPU_KVCACHE_SPACE=1 "
     assert result.serve_command(document(True, cpu)) == prefix + "vllm serve schedule"
     assert result.serve_command(document(None, cpu)) == prefix + "vllm serve fixed-k"
     assert result.serve_command(document(None, {})) == "vllm serve fixed-k"

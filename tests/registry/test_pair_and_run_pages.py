@@ -244,6 +244,48 @@ def test_the_run_page_and_api_give_a_serving_runs_speed_latency_and_measurement(
     assert measured["latency_speedup_interval"] == [1.6, 2.2] and measured["load"]["cpu_count"] == 2
 
 
+CPU_ENVIRONMENT = {"VLLM_CPU_KVCACHE_SPACE": "1", "LD_PRELOAD": "libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so"}
+STARTS = [
+    {"kind": "server", "detail": "baseline", "stage": "gate", "seconds": 41.5},
+    {"kind": "server", "detail": "speculative", "stage": "gate", "seconds": 47.0},
+    {"kind": "engine", "detail": "vllm verifier-alone", "stage": "baseline", "seconds": 28.1},
+    {"kind": "engine", "detail": "vllm draft_model", "stage": "speculative", "seconds": 31.9},
+    {"kind": "reference", "detail": "transformers verifier-alone", "stage": "equivalence", "seconds": 4.2},
+    {"kind": "server", "detail": "speculative --enable-chunked-prefill", "stage": "throughput", "seconds": None},
+]
+
+
+def with_starts_and_environment(document: dict[str, Any]) -> dict[str, Any]:
+    """A CPU run as issue 62 records it: the servers' environment, and every engine and server the run started."""
+    document["stages"]["throughput"]["servers"]["environment"] = dict(CPU_ENVIRONMENT)
+    document["stages"]["verdict"]["starts"] = [dict(start) for start in STARTS]
+    return document
+
+
+def test_a_cpu_runs_pages_list_what_it_started_and_its_commands_carry_the_servers_environment(serving_pair):
+    pair, run = serving_pair
+    run.result = with_starts_and_environment(run.result)
+    run.save(update_fields=["result"])
+    page = Client().get(f"/runs/{run.pk}/").content.decode()
+    assert "What this run started" in page and "This run started 6 engines or servers" in page
+    assert "vLLM offline engine" in page and "reference engine (transformers)" in page and "never answered" in page
+    assert page.index("vllm verifier-alone") < page.index("transformers verifier-alone")  # in the order they started
+    prefix = "LD_PRELOAD=libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so VLLM_CPU_KVCACHE_SPACE=1 vllm serve "
+    served = re.search(r'<pre id="run-recipe"><code>([^<]+)</code>', page)
+    assert served is not None and served[1].startswith(prefix), page
+    pair_page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    for target in ("recipe", "recipe-baseline"):
+        line = re.search(rf'<pre id="{target}"><code>([^<]+)</code>', pair_page)
+        assert line is not None and line[1].startswith(prefix), target
+    body = Client().get(f"/api/v1/runs/{run.pk}/").json()
+    assert body["measurement"]["recipe"].startswith(prefix) and body["measurement"]["baseline_recipe"].startswith(prefix)
+    # A document from before issue 62 lists nothing and publishes its lines as they were.
+    run.result = serving_document()
+    run.save(update_fields=["result"])
+    page = Client().get(f"/runs/{run.pk}/").content.decode()
+    assert "What this run started" not in page and "LD_PRELOAD" not in page
+
+
 def test_the_queue_updates_itself_only_while_runs_are_going(certified_pair):
     pair, _ = certified_pair
     page = Client().get("/runs/").content.decode()
