@@ -10,17 +10,15 @@ sits nearer the certified one than that reads "within" whatever it is. Pure: no 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
-from kernel import live
+from kernel import live, stats
 from kernel.vllm_results import Observed
 
 ABOVE = "above"
 VERDICTS = (live.WITHIN, live.BELOW, ABOVE, live.TOO_SMALL, live.MISMATCH, live.NO_BAND)
-Z = 1.959964
 
 
 @dataclass(frozen=True)
@@ -134,12 +132,8 @@ def _position_verdict(interval: tuple[float, float] | None, certified: tuple[flo
 
 
 def wilson(rate: float, units: float) -> tuple[float, float] | None:
-    """Wilson's 95 % interval for a share observed over `units` independent units (fractional: effective ones)."""
-    if units < 2:
-        return None
-    centre = (rate + Z * Z / (2 * units)) / (1 + Z * Z / units)
-    half = Z * math.sqrt(rate * (1 - rate) / units + Z * Z / (4 * units * units)) / (1 + Z * Z / units)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    """Wilson's 95 % interval (kernel.stats) over `units` effective requests; None under two."""
+    return None if units < 2 else stats.wilson(rate, units)
 
 
 def band_of(

@@ -31,6 +31,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kernel import stats
 from kernel.stats import t_975, t_quantile
 
 MIN_DRAFTS = 200  # drafting steps below which a window is too small to judge
@@ -250,12 +251,7 @@ def position_rates(counts: Counts) -> list[float]:
 
 def rate_interval(successes: int, trials: int) -> tuple[float, float] | None:
     """Wilson's 95 % interval for a share; steps as the units, so it is narrower than a request-level one."""
-    if trials <= 0:
-        return None
-    z, p = 1.959964, successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return stats.wilson(successes / trials, trials) if trials > 0 else None
 
 
 @dataclass(frozen=True)

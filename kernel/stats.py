@@ -18,6 +18,17 @@ def t_975(dof: int) -> float:
     return T_975[dof - 1] if dof <= len(T_975) else 1.96
 
 
+Z_975 = 1.959964
+
+
+def wilson(rate: float, units: float) -> tuple[float, float]:
+    """Wilson's 95 % interval for a share observed over `units` (> 0) independent units (fractional: effective ones)."""
+    z2 = Z_975 * Z_975
+    centre = (rate + z2 / (2 * units)) / (1 + z2 / units)
+    half = Z_975 * math.sqrt(rate * (1 - rate) / units + z2 / (4 * units * units)) / (1 + z2 / units)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def ratio_between(
     before: Sequence[float], after: Sequence[float], *, firsts: tuple[int, int] = (4, 4), drift: float = 0.0
 ) -> tuple[float, float, float] | None:

@@ -129,7 +129,7 @@ class VllmEngine(Engine):
         # A keep-alive longer than the client's leaves the closing to the client; no timing depends on it.
         # On CPU, the libraries vLLM's CPU guide asks for (workers/preload.py).
         found = {"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), "HF_HUB_OFFLINE": "1", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "120"}
-        return found if _on_gpu() else {**found, **_preload_env(preload.value())}
+        return found if _on_gpu() else {**found, **_preload_env()}
 
     def published_environment(self, config: EngineConfig) -> dict[str, str]:
         # The KV cache as measured, and the preloaded libraries as a user's machine names them.
@@ -142,9 +142,9 @@ class VllmEngine(Engine):
             self.llm = None
 
 
-def _preload_env(value: str | None = None) -> dict[str, str]:
-    """LD_PRELOAD as a CPU process of vLLM gets it (`value`, else workers.preload's), nothing where it is empty."""
-    chosen = preload.value() if value is None else value
+def _preload_env() -> dict[str, str]:
+    """LD_PRELOAD as a CPU process of vLLM gets it (workers/preload.py), nothing where it is empty."""
+    chosen = preload.value()
     return {"LD_PRELOAD": chosen} if chosen else {}
 
 
