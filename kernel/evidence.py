@@ -1,7 +1,7 @@
 """What a self-hosted worker says of its machine when it registers: shown on its runs' pages and in the API, never
 judged. It is read once at registration, against these types, so that every later page can show it (issue 52 §1).
 
-workers/remote.py writes it (its `Evidence`, the full form of this one).
+workers/remote.py writes it with every field; the registry reads it partial, and older workers' devices by name alone.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class HardwareEvidence(TypedDict, total=False):
     platform: str
     cpus: int | None
     engine_build: str | None
-    devices: list[Device | str]  # as torch sees them, or by name alone
+    devices: list[Device | str]  # where torch sees CUDA devices, as it sees them; older workers named them alone
 
 
 class UnreadableEvidence(ValueError):

@@ -24,13 +24,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, TypedDict, cast
 
 import httpx
 
 from kernel.builds import installed_engine_build
 from kernel.director import Director, load_stages
 from kernel.errors import RunError
+from kernel.evidence import HardwareEvidence
 from kernel.heartbeat import Heartbeat
 from kernel.spec import InputFields, RunSpec, spec_of
 from kernel.traffic import handoff
@@ -113,20 +114,6 @@ def _message(answer: httpx.Response) -> str:
     return str(detail or error.get("message") or answer.text)[:500]
 
 
-class Device(TypedDict):
-    name: str
-    memory: int  # bytes
-
-
-class Evidence(TypedDict):
-    """What a worker tells the registry of its machine when it registers; the registry shows it, it judges nothing."""
-
-    platform: str
-    cpus: int | None
-    engine_build: str | None
-    devices: NotRequired[list[Device]]  # where torch sees CUDA devices
-
-
 class Credential(TypedDict):
     """The file a worker keeps its credential in, with the registry and the build it registered."""
 
@@ -136,9 +123,10 @@ class Credential(TypedDict):
     engine_build: str
 
 
-def evidence(engine: str) -> Evidence:
-    """What this machine is, as torch sees it (device names and memory), and the engine build's version."""
-    found: Evidence = {
+def evidence(engine: str) -> HardwareEvidence:
+    """What this machine is, as torch sees it (device names and memory, where it sees CUDA devices), and the engine
+    build's version: what the registry shows of it, and judges nothing by (kernel/evidence.py, the type's one home)."""
+    found: HardwareEvidence = {
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "engine_build": installed_engine_build(engine),
