@@ -22,6 +22,7 @@ from tests.support.processes import (
     BIN,
     ROOT,
     compose_command,
+    loaded_libraries,
     process_env,
     serving,
     start_worker,
@@ -100,6 +101,7 @@ def test_a_watched_deployment_is_within_its_band_then_below_it_where_the_draft_a
         try:
             with vllm_serving.servers(VllmEngine(), {"speculative": CONFIG}) as running:
                 server = running["speculative"]
+                assert loaded_libraries(server.process.pid, ("libiomp5.so",)) == {"libiomp5.so"}  # workers/preload.py
                 hard = worst_prompts(server, prompts, 4) * 192
                 watch(deployment, server, env, tmp_path)
                 before = vllm_serving.served_counters(server)

@@ -36,15 +36,17 @@ class Costs:
     reference_start: float  # the reference engine (transformers), until it answers (part of `offline`)
 
 
-# One offline vLLM engine and the reference engine on the CPU class, until each answers: the document's own list on the
-# preload A/B's runs (docs/measuring.md, "What a certification starts"), a 2-core Intel Xeon with the servers loading beside.
-ENGINE_START_CPU = 30.0
-REFERENCE_START_CPU = 5.0
+# One offline vLLM engine, one server and the reference engine on the CPU class, until each answers: the documents' own
+# lists on the preload A/B's 11 quiet runs (docs/measuring.md, "Preloaded libraries"; a 2-core Intel Xeon, the servers
+# loading beside the offline engines): engines 28-37 s, servers 79-107 s, the reference engine under a second.
+ENGINE_START_CPU = 32.0
+SERVER_START_CPU = 90.0
+REFERENCE_START_CPU = 0.5
 
 COSTS = {
     "cpu": Costs("cpu", "as measured on the 2-core CI machine with the toy zoo (issue 24's `make demo` and bench, cold caches)",
-                 qualification=178, offline=75, server_start=55, smoke=64, baseline_tokens_per_second=195, spread=0.17, gpus=0,
-                 engine_start=ENGINE_START_CPU, reference_start=REFERENCE_START_CPU),
+                 qualification=178, offline=75, server_start=SERVER_START_CPU, smoke=64, baseline_tokens_per_second=195,
+                 spread=0.17, gpus=0, engine_start=ENGINE_START_CPU, reference_start=REFERENCE_START_CPU),
     "h100": Costs("h100", "an 8B verifier in bf16 with an EAGLE-3 head on one H100 80 GB, from open figures", qualification=900,
                   offline=240, server_start=120, smoke=300, baseline_tokens_per_second=133, spread=0.03, gpus=1,
                   engine_start=90, reference_start=60),
@@ -135,7 +137,8 @@ def starts_line(starts: list[result.Start]) -> str:
         seconds = [start["seconds"] or 0.0 for start in starts if start["kind"] == kind]
         if seconds:
             each = " each" if len(seconds) > 1 else ""
-            parts.append(f"{len(seconds)} {name}{'s' if len(seconds) > 1 else ''} ({seconds[0]:.0f} s{each})")
+            shown = f"{seconds[0]:.0f}" if seconds[0] >= 1 else f"{seconds[0]:.1f}"
+            parts.append(f"{len(seconds)} {name}{'s' if len(seconds) > 1 else ''} ({shown} s{each})")
     return f"starts, as a run's document lists them: {', '.join(parts)}"
 
 

@@ -122,7 +122,6 @@ from kernel.result.schema import (
     SmokeFeature,
     SpeculativeStage,
     Stages,
-    Start,
     Stopping,
     Suite,
     Summary,
@@ -133,6 +132,7 @@ from kernel.result.schema import (
     WorkloadFigures,
     WorkloadThroughput,
 )
+from kernel.result.starts_schema import Start
 from kernel.result.upgrade import UnreadableResult, load
 
 __all__ = [

@@ -14,11 +14,11 @@ from kernel.result.schema import (
     ResultDocument,
     ServedSchedule,
     Smoke,
-    Start,
     Throughput,
     Verdict,
     WorkloadFigures,
 )
+from kernel.result.starts_schema import Start
 
 
 def stage(document: ResultDocument | None, name: str) -> Mapping[str, Any]:

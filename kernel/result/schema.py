@@ -8,6 +8,7 @@ from typing import NotRequired, TypedDict
 from kernel.result.acceptance_schema import Acceptance, Counts
 from kernel.result.figures import Amount, AtLeastOne, Count, Percentiles, Ratio, RatioInterval, Share
 from kernel.result.property_schema import Divergence, Properties
+from kernel.result.starts_schema import Start
 from kernel.spec import SpecFields
 
 SCHEMA_VERSION = 3
@@ -145,9 +146,7 @@ class Servers(TypedDict):
     start_seconds: Amount  # what the stage waited for them; less than their whole start when they started early
     output_tokens: Count
     started_early: NotRequired[bool]  # started after the gate, while the offline stages measured
-    # What a user's server needs set to run as these did, published before `vllm serve` (on CPU: the KV cache and the
-    # preloaded libraries, workers/preload.py); absent before issue 62.
-    environment: NotRequired[dict[str, str]]
+    environment: NotRequired[dict[str, str]]  # what a user's server needs set too (CPU: KV cache, preloads); issue 62
 
 
 class ServedCounters(TypedDict):
@@ -289,16 +288,6 @@ class Environment(TypedDict, total=False):
     speculative_config: dict[str, object] | None
     quantization: dict[str, object]  # kernel.quantized.Derivation: which checkpoints are quantized, from what (issue 53)
     preload: dict[str, str | None]  # CPU: each library vLLM's processes preloaded, None where absent (workers/preload.py)
-
-
-class Start(TypedDict):
-    """One engine or server a certification started (workers/audit.py): what, by which stage, and how long it took
-    to answer (None: it never did)."""
-
-    kind: str  # "engine" (vLLM offline), "server" (vLLM's OpenAI server), "reference" (transformers)
-    detail: str  # its method or name, and its flags
-    stage: str
-    seconds: Amount | None
 
 
 class Verdict(TypedDict):

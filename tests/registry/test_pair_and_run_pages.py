@@ -245,7 +245,7 @@ def test_the_run_page_and_api_give_a_serving_runs_speed_latency_and_measurement(
 
 
 CPU_ENVIRONMENT = {"VLLM_CPU_KVCACHE_SPACE": "1", "LD_PRELOAD": "libtcmalloc_minimal.so.4:$VIRTUAL_ENV/lib/libiomp5.so"}
-STARTS = [
+STARTS: list[dict[str, object]] = [
     {"kind": "server", "detail": "baseline", "stage": "gate", "seconds": 41.5},
     {"kind": "server", "detail": "speculative", "stage": "gate", "seconds": 47.0},
     {"kind": "engine", "detail": "vllm verifier-alone", "stage": "baseline", "seconds": 28.1},

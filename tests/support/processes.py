@@ -159,3 +159,19 @@ def _answers(base: str) -> bool:
     except httpx.HTTPError:
         return False
     return True
+
+
+def loaded_libraries(pid: int, names: tuple[str, ...], *, descendants_only: bool = False) -> set[str]:
+    """Which of the libraries `names` (file names) a process or any of its descendants (only those, if asked) has
+    mapped: what the loader preloaded into it, or it loaded itself (workers/preload.py)."""
+    import psutil
+
+    found: set[str] = set()
+    root = psutil.Process(pid)
+    for process in [*([] if descendants_only else [root]), *root.children(recursive=True)]:
+        try:
+            maps = Path(f"/proc/{process.pid}/maps").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        found |= {name for name in names if name in maps}
+    return found

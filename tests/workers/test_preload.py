@@ -67,3 +67,9 @@ def test_a_run_keeps_each_start_with_its_stage_and_the_seconds_until_it_answered
     assert second == {"kind": "server", "detail": "speculative", "stage": "gate", "seconds": None}
     server.answered()
     assert server.as_record()["seconds"] is not None
+
+
+def test_intel_openmp_replaces_the_gnu_openmp_vllm_preloaded_itself(chosen, monkeypatch):
+    chosen("iomp", given="/venv/lib/python3.11/site-packages/torch/lib/libgomp.so.1")  # after an engine started without
+    monkeypatch.setitem(preload.LIBRARIES, "iomp", lambda: "/venv/lib/libiomp5.so")
+    assert preload.value() == "/venv/lib/libiomp5.so"  # vLLM asserts it is never given both

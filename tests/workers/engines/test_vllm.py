@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 
 import pytest
 
+from tests.support.processes import loaded_libraries
 from tests.workers.engines.toy import DRAFT, HEAD, VERIFIER, draft_model, suite_prompts, tokenizer
 from workers import metrics
 from workers.engines import load_engine
@@ -29,6 +31,8 @@ def measured(speculative, prompts, then=()):
     engine = load_engine("vllm")()
     engine.start(EngineConfig(verifier=VERIFIER, speculative_config=speculative))
     try:
+        # The engine's processes run with Intel OpenMP preloaded, as vLLM's CPU guide asks (workers/preload.py).
+        assert loaded_libraries(os.getpid(), ("libiomp5.so",), descendants_only=True) == {"libiomp5.so"}
         raw_before, before = raw(engine), engine.counters()
         done = engine.generate(prompts, GREEDY)
         raw_after, after = raw(engine), engine.counters()
