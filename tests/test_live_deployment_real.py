@@ -70,11 +70,12 @@ def live(base: str, deployment: Deployment, owner: User) -> dict[str, Any]:
 
 
 def worst_prompts(server: vllm_serving.Server, prompts: list[list[int]], count: int) -> list[list[int]]:
-    """The `count` prompts this server's pair accepts least, each sent alone (greedy) and read from its counters."""
+    """The `count` prompts this server's pair accepts least, each sent alone as the windows send them (greedy, every
+    token asked: a request that stops at its end-of-text drafts too little to rank) and read from its counters."""
     rates = []
     for prompt in prompts:
         before = vllm_serving.served_counters(server)
-        vllm_serving.complete(server, CONFIG.verifier, [prompt], OUTPUT)
+        timing.run_block(server, CONFIG.verifier, [prompt], OUTPUT, concurrency=1)  # as the windows send it: all 32
         counted = vllm_serving.served_counters(server) - before
         rates.append(counted.accepted / counted.drafts if counted.drafts else math.inf)  # no step: nothing to rank
     return [prompts[i] for i in sorted(range(len(prompts)), key=rates.__getitem__)[:count]]
