@@ -54,10 +54,10 @@ def value() -> str:
     """LD_PRELOAD for a vLLM process on CPU: what the process has already, then the wanted libraries it lacks. Intel
     OpenMP replaces GNU's, which vLLM adds to this process's LD_PRELOAD when it starts an engine without either; vLLM
     refuses both at once."""
-    given = [part for part in settings.preloaded().split(":") if part]
-    if found().get("iomp"):
+    given, located = [part for part in settings.preloaded().split(":") if part], found()  # found() may ask ldconfig
+    if located.get("iomp"):
         given = [part for part in given if not Path(part).name.startswith("libgomp")]
-    more = [path for path in found().values() if path and path not in given]
+    more = [path for path in located.values() if path and path not in given]
     return ":".join([*given, *more])
 
 

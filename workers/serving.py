@@ -46,7 +46,7 @@ class Server:
     process: subprocess.Popen[bytes]
     log: Path
     finished_at: float = 0.0  # time.monotonic() at the end of its last block
-    start: audit.Start | None = None  # its start in the run's list (audit.counting), answered once /health is
+    start: audit.Start | None = None  # its start in the run's list (audit.counting), answered when /health first says 200
 
     @property
     def url(self) -> str:
