@@ -6,13 +6,14 @@ S1  the same pair (draft_model) certified 3 times: each run's speedup at c=1 wit
     (targets, issue 38: the intervals agree; half-width <= 5 % at c=1 and <= 10 % at c=2 and c=4, or
     "limited by the measuring machine"; a run where other processes took over 10 % of the CPU is marked
     "noisy machine" and not counted)
-S2  the full certification's wall time, each run (target <= 300 s); the first has a cold baseline cache
+S2  the full certification's wall time, each run (target <= 300 s, and <= 170 s since issue 62); the first has a
+    cold baseline cache
 S6  the serving-feature smoke tier's share of it, each run (target < 60 s per pair)
 P3  the harness's overhead against a bare vLLM script making the same offline generate calls (target <= 5 %)
 S7  what each run started (engines, servers, the reference engine) and the published servers' start against the
     CPU cost model's (target: within 20 %, issue 62 §2)
-P5  peak RSS of the first certification, process tree included: the two servers load while the offline
-    engines measure, so all three are up at once (issue 12 dropped the one-engine 4 GiB rule; shown, not judged)
+P5  peak RSS of the first certification, process tree included: the two servers give every figure, the reference
+    engine loads beside them (issue 12 dropped the one-engine 4 GiB rule; shown, not judged)
 
 Run: `make bench` or `python -m bench.certify [--runs N]`.
 """
@@ -193,10 +194,11 @@ def report(done: list[tuple[float, result.ResultDocument]], overhead: tuple[floa
     for number, (seconds, document) in enumerate(done, start=1):
         hit = result.stage(document, "baseline")["cache"]["hit"]
         servers = result.servers(document)
-        early = " (started early, during the offline stages)" if servers and servers.get("started_early") else ""
+        early = " (started early: the offline stages measured on them)" if servers and servers.get("started_early") else ""
         started = f", the throughput stage waited {servers['start_seconds']:.1f} s for its servers{early}" if servers else ""
-        print(f"S2 run {number} wall time {seconds:.1f} s (baseline outputs cached: {hit}{started}) (target <= 300 s): "
-              f"{'OK' if seconds <= 300 else 'OVER TARGET'}")  # fmt: skip
+        verdicts = [f"{target} s: {'OK' if seconds <= target else 'OVER TARGET'}" for target in (300, 170)]
+        print(f"S2 run {number} wall time {seconds:.1f} s (baseline outputs cached: {hit}{started}) "
+              f"(target <= {verdicts[0]}; issue 62's <= {verdicts[1]})")  # fmt: skip
     for number, (_, document) in enumerate(done, start=1):
         grid = result.smoke(document)
         if grid is not None:

@@ -33,9 +33,11 @@ def cache_dir() -> Path:
     return settings.current().baseline_cache
 
 
-def key(spec: RunSpec, suite_sha256: str) -> str:
-    """Return the cache key of the verifier-alone measurements a run with `spec` on that suite would take."""
+def key(spec: RunSpec, suite_sha256: str, *, served: bool = False) -> str:
+    """Return the cache key of the verifier-alone measurements a run with `spec` on that suite would take: `served`
+    one request at a time by the published server, or by an offline engine in batches (the arithmetic may differ)."""
     identity = {
+        **({"outputs": "served one request at a time"} if served else {}),
         "verifier": [spec.verifier.repo_id, spec.verifier.sha],
         "engine": [spec.engine, installed_engine_build(spec.engine)],
         "hardware": spec.hardware,

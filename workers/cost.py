@@ -26,7 +26,7 @@ class Costs:
     name: str
     source: str
     qualification: float  # the engine controls, once per engine build and hardware class
-    offline: float  # fetch, gate, the offline engines (speculative, baseline) and the equivalence tests
+    offline: float  # fetch, gate, the offline stages (on the servers, or their engines' starts too) and equivalence
     server_start: float  # both servers, started side by side: each one's seconds until it answers
     smoke: float  # the smoke tier's engine features (each serves the pair once more)
     baseline_tokens_per_second: float  # one request's decode rate, the verifier alone
@@ -37,15 +37,18 @@ class Costs:
 
 
 # One offline vLLM engine, one server and the reference engine on the CPU class, until each answers: the documents' own
-# lists on the preload A/B's 11 quiet runs (docs/measuring.md, "Preloaded libraries"; a 2-core Intel Xeon, the servers
-# loading beside the offline engines): engines 28-37 s, servers 79-107 s, the reference engine under a second.
+# lists. Engines: the preload A/B's 11 quiet runs (docs/measuring.md, "Preloaded libraries"; a 2-core Intel Xeon),
+# 28-37 s. Servers and the reference engine: issue 62 §3's three served runs (a quiet 2-core AMD EPYC, the offline
+# stages measuring on the servers): the published two 32-42 s, the smoke tier's 58-74 s, their means 47-56 s; the
+# reference engine 1.0-1.1 s. The offline stages, fetch to the throughput stage less the servers' start: 28-29 s.
 ENGINE_START_CPU = 32.0
-SERVER_START_CPU = 90.0
-REFERENCE_START_CPU = 0.5
+SERVER_START_CPU = 52.0
+REFERENCE_START_CPU = 1.0
+OFFLINE_CPU = 29.0
 
 COSTS = {
     "cpu": Costs("cpu", "as measured on the 2-core CI machine with the toy zoo (issue 24's `make demo` and bench, cold caches)",
-                 qualification=178, offline=75, server_start=SERVER_START_CPU, smoke=64, baseline_tokens_per_second=195,
+                 qualification=178, offline=OFFLINE_CPU, server_start=SERVER_START_CPU, smoke=64, baseline_tokens_per_second=195,
                  spread=0.17, gpus=0, engine_start=ENGINE_START_CPU, reference_start=REFERENCE_START_CPU),
     "h100": Costs("h100", "an 8B verifier in bf16 with an EAGLE-3 head on one H100 80 GB, from open figures", qualification=900,
                   offline=240, server_start=120, smoke=300, baseline_tokens_per_second=133, spread=0.03, gpus=1,
@@ -53,16 +56,22 @@ COSTS = {
 }  # fmt: skip
 
 
+def served(costs: Costs) -> bool:
+    """Whether the published servers give the offline stages' figures (workers/served.py): where they start after the
+    gate, beside the reference engine (CPU). One GPU holds the offline engines first, then the servers."""
+    return not costs.gpus
+
+
 def planned_starts(plan: Plan, hardware: str) -> list[result.Start]:
     """The engines and servers a certification on `plan` starts, in the shape its document lists them (workers/audit.py),
-    each at the class's figure: the offline engines and the reference engine, the two published servers (the gate starts
-    them), and the smoke tier's pair with its engine features' flags. A level whose best k differs from the run's, or a
-    batch-size schedule measured better, serves one more each: those depend on the figures, and are not planned."""
+    each at the class's figure: the offline engines (one GPU only) and the reference engine, the two published servers
+    (the gate starts them), and the smoke tier's pair with its engine features' flags. A level whose best k differs from
+    the run's, or a batch-size schedule measured better, serves one more each: those depend on the figures, unplanned."""
     costs = costs_for(hardware)
-    starts: list[result.Start] = [
+    starts: list[result.Start] = [] if served(costs) else [
         {"kind": "engine", "detail": "the verifier alone", "stage": "baseline", "seconds": costs.engine_start},
         {"kind": "engine", "detail": "the pair", "stage": "speculative", "seconds": costs.engine_start},
-    ]
+    ]  # fmt: skip
     if plan.reference_check:
         starts.append(
             {"kind": "reference", "detail": "the verifier alone", "stage": "equivalence", "seconds": costs.reference_start}
@@ -123,8 +132,8 @@ def estimate(plan: Plan, hardware: str) -> Estimate:
         requests = max(2 * at, 8)
         block = math.ceil(requests / at) * plan.output_tokens / costs.baseline_tokens_per_second
         levels.append(LevelCost(concurrency, pairs, pairs * 2 * block))  # no pause: the other server is stopped
-    # On CPU the servers load while the offline stages measure (workers/speed.start_early); one GPU holds one at a time.
-    starting = max(costs.offline, costs.server_start) if not costs.gpus else costs.offline + costs.server_start
+    # The offline stages measure on the published servers once they answer (CPU), or before them (one GPU).
+    starting = costs.offline + costs.server_start
     wall = starting + costs.smoke + sum(level.seconds for level in levels)
     return Estimate(costs, levels, wall)
 
@@ -156,7 +165,7 @@ def describe(plan: Plan, hardware: str) -> list[str]:
               for lc in found.levels]  # fmt: skip
     lines += [
         f"  offline stages {costs.offline:.0f} s, two servers' start {costs.server_start:.0f} s"
-        + (" (after them: one GPU)" if costs.gpus else " (beside them)")
+        + (" (after them: one GPU)" if costs.gpus else " (first: the offline stages measure on them)")
         + f", smoke tier {costs.smoke:.0f} s",
         starts_line(planned_starts(plan, hardware)),
         f"estimate: {found.wall_seconds / 60:.1f} min a pair"

@@ -122,7 +122,7 @@ def servers(engine: Engine, configs: Mapping[str, EngineConfig], spawned: Spawne
     own_cores = os.sched_getaffinity(0)
     spawned = spawned or spawn(engine, configs)
     try:
-        _wait_ready(list(spawned.started.values()))
+        ready(list(spawned.started.values()))
         _frontends_off_the_engine_cores(list(spawned.started.values()))
         _engine_cores_below_the_front_ends(list(spawned.started.values()))
         yield spawned.started
@@ -151,6 +151,17 @@ class Exited(InfraError):
         )
         self.server = server.name
         self.returncode = server.process.returncode  # negative: killed by a signal (memory, a stop), not a refusal
+        self.cause = cause
+
+    @property
+    def refused_config(self) -> bool:
+        """Whether vLLM refused the configuration it was given (the offline engine's `engine:refused-pair` case): it
+        exited by itself, and the engine's own error is a validation error, not a lost device or memory."""
+        return (self.returncode or 0) > 0 and REFUSAL.search(self.cause) is not None
+
+
+# vLLM's validation of an engine's arguments, as the engine's own error line names it.
+REFUSAL = re.compile(r"\b(ValueError|TypeError|ValidationError)\b")
 
 
 def _free_port() -> int:
@@ -160,7 +171,8 @@ def _free_port() -> int:
         return port
 
 
-def _wait_ready(waiting: list[Server]) -> None:
+def ready(waiting: list[Server]) -> None:
+    """Wait until every server in `waiting` answers /health (emptying the list), each start marked answered."""
     deadline = time.monotonic() + START_TIMEOUT
     with httpx.Client(timeout=2) as client:
         while waiting:
@@ -175,6 +187,12 @@ def _wait_ready(waiting: list[Server]) -> None:
             if waiting and time.monotonic() > deadline:
                 raise InfraError("serve:start-failed", f"{waiting[0].name} not ready after {START_TIMEOUT:.0f} s")
             time.sleep(0.5)
+
+
+def model_runner(server: Server) -> str:
+    """Which model runner the server's engine chose, as its log says: "V1" where vLLM fell back to it (it warns, naming
+    why), else unknown (""); an offline engine reads it from its config (VllmEngine._model_runner)."""
+    return "V1" if "using the V1 model runner" in server.log_text() else ""
 
 
 # An exception line, as Python prints it (after vLLM's "(Process pid=N) ERROR ..." prefix, if any), or argparse's.

@@ -1,6 +1,6 @@
 """The throughput stage: the verifier alone and the pair served side by side (workers/serving.py), their served
-counters checked against the offline ones, and every level timed in paired blocks to the plan's precision
-(workers/timing.py), then the Poisson rate point.
+counters checked against their answers' own (or the offline engine's), and every level timed in paired blocks to the
+plan's precision (workers/timing.py), then the Poisson rate point.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from workers import served_schedule as scheduled
 from workers import smoke as smoke_tier
 from workers.engines import load_engine
 from workers.engines.base import Engine, EngineConfig, SpecCounters
-from workers.workbench import Tick, Workbench, measured, total_counters, without_local_paths
+from workers.workbench import Tick, Workbench, as_counters, measured, total_counters, without_local_paths
 
 # A block's interval is conditional on its prompts: one per category left a workload without categories two.
 MIN_BLOCK_PROMPTS = 8
@@ -53,10 +53,10 @@ def configs(bench: Workbench) -> dict[str, EngineConfig]:
 
 
 def start_early(bench: Workbench) -> None:
-    """Start the throughput stage's servers now, once the gate has configured the engine, so that they load while
-    the offline stages measure: those time nothing, and the stage then waits only for what is left of the start."""
+    """Start the throughput stage's servers now, once the gate has configured the engine: the offline stages then
+    measure on them (workers/served.py), and the throughput stage times the same two."""
     engine = load_engine(bench.spec.engine)()
-    if bench.serves and bench.early is None and engine.serves_beside_offline():
+    if bench.serves and bench.early is None and engine.serves_beside_offline():  # on one GPU, after the offline stages
         bench.early = serving.spawn(engine, configs(bench))
 
 
@@ -73,7 +73,7 @@ def throughput(bench: Workbench, report: Tick) -> result.Throughput:
         waited = time.perf_counter() - started
         report(30)
         model = bench.config(speculative=False).verifier
-        counters = served_counters_check(bench, running["speculative"], model)
+        counters = served_counters_check(bench, running["speculative"], model, served_figures=early is not None)
         for server in running.values():  # the first requests pay for lazy set-up: keep them out of the timings
             timing.run_block(server, model, bench.prompts[:4], 16, concurrency=4)
         report(40)
@@ -227,8 +227,11 @@ def stopping_rule(plan: Plan, *, lowest: bool) -> metrics.Stein:
     return metrics.Stein(first=plan.repeats, most=plan.most_pairs, target=plan.half_width if lowest else plan.half_width_loaded)
 
 
-def served_counters_check(bench: Workbench, server: serving.Server, model: str) -> result.ServedCounters:
-    """The greedy prompts again, per category as the offline engine took them, through the server's /metrics."""
+def served_counters_check(bench: Workbench, server: serving.Server, model: str, *, served_figures: bool) -> result.ServedCounters:
+    """Where this server gave the figures, its /metrics deltas against the sum of each request's own counters;
+    else the greedy prompts again, per category as the offline engine took them, through the server's /metrics."""
+    if served_figures:
+        return _requests_against_metrics(bench)
     served = SpecCounters()
     for prompts in bench.by_category().values():
         before = serving.served_counters(server)
@@ -238,6 +241,17 @@ def served_counters_check(bench: Workbench, server: serving.Server, model: str) 
     offline = total_counters(bench.speculative)
     return {"served": metrics.acceptance(served)["counts"], "offline": metrics.acceptance(offline)["counts"],
             "agree": served == offline}  # fmt: skip
+
+
+def _requests_against_metrics(bench: Workbench) -> result.ServedCounters:
+    """The pair server's greedy counters (its /metrics deltas) against the sum of its answers' own: vLLM counts both,
+    and they agree unless a request went uncounted or another touched the server."""
+    assert bench.speculative is not None, "the speculative stage runs first"
+    own = bench.speculative.get("per_prompt", {})
+    summed = sum((as_counters(raw) for prompts in own.values() for raw in prompts), SpecCounters())
+    served = total_counters(bench.speculative)
+    return {"served": metrics.acceptance(served)["counts"], "offline": metrics.acceptance(summed)["counts"],
+            "agree": served == summed, "against": "requests"}  # fmt: skip
 
 
 def served_commands(bench: Workbench, running: dict[str, serving.Server], start_seconds: float) -> result.Servers:

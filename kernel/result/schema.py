@@ -150,11 +150,12 @@ class Servers(TypedDict):
 
 
 class ServedCounters(TypedDict):
-    """The speculative server's /metrics counters on the greedy prompts, against the offline engine's."""
+    """The pair server's /metrics counters on the greedy prompts, against the offline engine's or (`against`) its own answers'."""
 
     served: Counts
     offline: Counts
     agree: bool
+    against: NotRequired[str]
 
 
 class KSpeed(TypedDict):

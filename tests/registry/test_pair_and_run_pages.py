@@ -221,6 +221,22 @@ def test_a_serving_run_publishes_the_measured_command_and_its_latencies_and_load
     assert "95 % interval from the paired blocks" in page and page.count('<td class="num">5</td>') == 5
 
 
+AGREEING = "<strong>equal</strong> the sum of its answers' own (40 accepted of 48"
+DIFFERING = "<strong>differ</strong> from the sum of its answers' own: /metrics 40/48, answers 39/48"
+
+
+@pytest.mark.parametrize(("agree", "said"), [(True, AGREEING), (False, DIFFERING)])
+def test_a_run_the_servers_measured_holds_their_metrics_to_their_answers_own_counters(serving_pair, agree, said):
+    """Issue 62 §1: where the published servers gave the figures, the counters check is /metrics against each answer's own."""
+    pair, run = serving_pair
+    counts = {"drafts": 12, "draft_tokens": 48, "accepted": 40, "accepted_per_position": [12, 10, 9, 9]}
+    answers = counts if agree else {**counts, "accepted": 39, "accepted_per_position": [12, 10, 9, 8]}
+    run.result["stages"]["throughput"]["counters"] = {"served": counts, "offline": answers, "agree": agree, "against": "requests"}
+    run.save(update_fields=["result"])
+    page = Client().get(f"/pairs/{pair.pk}/").content.decode()
+    assert said in page and "offline engine" not in page
+
+
 def test_a_version_2_run_still_renders_and_says_it_was_timed_offline(certified_pair):
     pair, run = certified_pair
     page = Client().get(f"/pairs/{pair.pk}/").content.decode()

@@ -24,14 +24,19 @@ def test_the_dry_run_prints_each_classs_plan_and_estimate_and_runs_nothing(capsy
     assert ("GPU-minutes" in estimate) == (hardware != "cpu") and "qualification once per engine build" in estimate
     assert any(line.startswith("assumptions:") for line in out)
     # The starts it plans, counted as a run's document lists them (tests/workers/test_serving_real.py holds a real
-    # run's list to the same plan): two offline engines, the reference engine, and two servers twice (published, smoke).
+    # run's list to the same plan): the reference engine, two servers twice (published, smoke), and on one GPU the two
+    # offline engines that hold the card before the servers; on CPU the published servers give their figures.
     starts = next(line for line in out if line.startswith("starts, as a run's document lists them:"))
-    assert "2 offline vLLM engines" in starts and "1 reference engine" in starts and "4 vLLM servers" in starts, starts
+    assert "1 reference engine" in starts and "4 vLLM servers" in starts, starts
+    assert ("2 offline vLLM engines" in starts) == (hardware != "cpu") and ("offline" in starts) == (hardware != "cpu")
 
 
-def test_a_plan_without_the_reference_check_or_the_smoke_tiers_features_plans_fewer_starts():
-    kinds = [start["kind"] for start in cost.planned_starts(Plan(reference_check=False, smoke_engine_features=()), "cpu")]
-    assert kinds == ["engine", "engine", "server", "server"]
+@pytest.mark.parametrize(
+    ("hardware", "planned"), [("cpu", ["server", "server"]), ("h100", ["engine", "engine", "server", "server"])]
+)
+def test_a_plan_without_the_reference_check_or_the_smoke_tiers_features_plans_fewer_starts(hardware, planned):
+    kinds = [start["kind"] for start in cost.planned_starts(Plan(reference_check=False, smoke_engine_features=()), hardware)]
+    assert kinds == planned
 
 
 def test_an_unknown_hardware_class_is_refused_with_the_known_ones(capsys):
@@ -50,8 +55,6 @@ def test_the_expected_pairs_are_steins_for_the_classs_spread_and_the_cost_adds_u
     assert found.costs.gpus  # on one GPU the servers start after the offline stages, not beside them
     assert found.wall_seconds == pytest.approx(parts) and found.gpu_minutes == pytest.approx(found.wall_seconds / 60)
     assert cost.estimate(Plan(concurrency=(1, 4), most_pairs=6), "cpu").wall_seconds < cost.estimate(plan, "cpu").wall_seconds
-    on_cpu = cost.estimate(plan, "cpu")  # the servers load while the offline stages measure: the longer of the two counts
+    on_cpu = cost.estimate(plan, "cpu")  # the offline stages measure on the servers once they answer: one after the other
     levels = sum(level.seconds for level in on_cpu.levels)
-    assert on_cpu.wall_seconds == pytest.approx(
-        max(on_cpu.costs.offline, on_cpu.costs.server_start) + on_cpu.costs.smoke + levels
-    )
+    assert on_cpu.wall_seconds == pytest.approx(on_cpu.costs.offline + on_cpu.costs.server_start + on_cpu.costs.smoke + levels)

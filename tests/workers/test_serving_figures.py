@@ -218,9 +218,13 @@ def test_the_server_command_carries_the_published_flags_with_the_snapshots_in_pl
     published = serve_arguments("org/verifier", "a" * 40, config.speculative_config, Conditions())
     assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert command[3:5] == ["--model", "/snap/verifier"]
-    measuring = engine_latency.buckets_flag()  # measurement-only: finer latency histograms on /metrics, nothing served
-    assert command[5:-6] == published[3:]  # after `org/verifier --revision <sha>`
-    assert command[-6:] == [*measuring, "--host", "127.0.0.1", "--port", "4321"]
+    # Measurement-only, nothing served: finer latency histograms on /metrics, and each answer's own spec-decode
+    # counters for the pair (workers/served.py).
+    measuring = [*engine_latency.buckets_flag(), "--per-request-spec-decode-metrics", "summary"]
+    assert command[5:-8] == published[3:]  # after `org/verifier --revision <sha>`
+    assert command[-8:] == [*measuring, "--host", "127.0.0.1", "--port", "4321"]
+    alone = VllmEngine().server_command(EngineConfig(verifier="/snap/verifier"), 4321)
+    assert "--per-request-spec-decode-metrics" not in alone  # the verifier alone drafts nothing to count
     assert "--enforce-eager" in published and published[published.index("--dtype") + 1] == "float32"
 
 

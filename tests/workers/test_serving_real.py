@@ -23,7 +23,8 @@ def test_the_published_recipe_is_the_command_that_served_the_shared_certificatio
     """The line the pair page publishes and the command that ran differ only in where the models come from."""
     stages = certified_run.result["stages"]
     published, counters = stages["throughput"]["servers"], stages["throughput"]["counters"]
-    assert counters["agree"], counters  # the speculative server's /metrics equal the offline engine's counts
+    # The pair server gave the counters (issue 62 §1): its /metrics deltas equal the sum of its answers' own.
+    assert counters["agree"] and counters.get("against") == "requests", counters
     assert counters["served"] == counters["offline"] and counters["served"]["drafts"] > 0
 
     pair = certified_run.pair
@@ -34,9 +35,11 @@ def test_the_published_recipe_is_the_command_that_served_the_shared_certificatio
     assert command[:5] == ["python", "-m", "vllm.entrypoints.openai.api_server", "--model",
                            f"{pair.verifier.repo_id}@{pair.verifier.sha}"]  # fmt: skip
     assert command[-4:-1] == ["--host", "127.0.0.1", "--port"]
-    # The one flag only the measured servers carry: finer latency histograms on /metrics, nothing they serve.
-    assert command[-6:-4] == engine_latency.buckets_flag()
-    published_flags, ran_flags = recipe[5:], command[5:-6]
+    # The flags only the measured servers carry: finer latency histograms on /metrics, and each answer's own
+    # spec-decode counters (workers/served.py); nothing they serve.
+    assert command[-8:-6] == engine_latency.buckets_flag()
+    assert command[-6:-4] == ["--per-request-spec-decode-metrics", "summary"]
+    published_flags, ran_flags = recipe[5:], command[5:-8]
     assert [f for f in published_flags if f.startswith("--")] == [f for f in ran_flags if f.startswith("--")]
     for flag in ("--dtype", "--max-model-len", "--seed"):
         assert published_flags[published_flags.index(flag) + 1] == ran_flags[ran_flags.index(flag) + 1]
@@ -110,10 +113,9 @@ def test_the_document_lists_every_engine_and_server_the_certification_started_an
     starts = result.starts(document)
     assert starts and all(start["seconds"] is not None and start["seconds"] > 0 for start in starts), starts
     by_stage = [(start["stage"], start["kind"]) for start in starts]
-    # The offline engines, one a side (the session's baseline cache starts cold), and the reference engine.
-    assert by_stage.count(("speculative", "engine")) == 1 and by_stage.count(("baseline", "engine")) == 1, by_stage
-    assert ("equivalence", "reference") in by_stage, by_stage
-    # The two published servers, started by the gate to load beside the offline stages, are the first servers.
+    # No offline engine: the published servers gave the offline stages' figures (issue 62 §1); the reference engine.
+    assert all(kind != "engine" for _, kind in by_stage) and ("equivalence", "reference") in by_stage, by_stage
+    # The two published servers, started by the gate, are the first servers.
     servers = [start for start in starts if start["kind"] == "server"]
     assert [(s["stage"], s["detail"]) for s in servers[:2]] == [("gate", "baseline"), ("gate", "speculative")], servers
     # The smoke tier's engine features each serve with their flag: every one of them a start of its own.

@@ -26,6 +26,7 @@ Hooks:
   speculation returns zeros.
 - `manifest()`: the engine's build and device facts, for the environment
   manifest (versions, device name and count, dtype, exact engine arguments).
+- `build_facts()`: the build and device part of the manifest, without a start.
 - `stop()`: called once, last, even after a failure in between.
 
 Serving (speed is measured against servers, as users run pairs):
@@ -87,6 +88,17 @@ class SpecCounters:
     def __add__(self, other: SpecCounters) -> SpecCounters:
         return _combine(self, other, 1)
 
+    @classmethod
+    def from_histogram(cls, steps: list[int], draft_tokens: int) -> SpecCounters:
+        """One request's counters from vLLM's per-request histogram: `steps[j]` verify steps accepted j draft tokens
+        (offline as `spec_decode_metrics.histogram`, served as `acceptance_histogram`)."""
+        return cls(
+            drafts=sum(steps),
+            draft_tokens=draft_tokens,
+            accepted=sum(j * n for j, n in enumerate(steps)),
+            per_position=tuple(sum(steps[i:]) for i in range(1, len(steps))),  # position i: the steps accepting >= i
+        )
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -130,6 +142,11 @@ class Engine(ABC):
 
     @abstractmethod
     def stop(self) -> None: ...
+
+    def build_facts(self) -> dict[str, object]:
+        """The engine's build and device facts without starting it: the manifest of a server's figures
+        (workers/served.py) starts from them."""
+        return {"engine": self.name}
 
     def server_command(self, config: EngineConfig, port: int) -> list[str]:
         raise InfraError("engine:no-server", f"the {self.name!r} engine has no server to measure speed with")

@@ -74,6 +74,14 @@ class VllmEngine(Engine):
         return SpecCounters(per_position=per_position, **found)
 
     def manifest(self) -> dict[str, object]:
+        return {
+            **self.build_facts(),
+            "model_runner": self._model_runner(),
+            "arguments": {k: v for k, v in self.arguments.items()},
+            "env": {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), **({} if _on_gpu() else _preload_names())},
+        }
+
+    def build_facts(self) -> dict[str, object]:
         import torch
         import vllm
 
@@ -85,9 +93,6 @@ class VllmEngine(Engine):
             "device_name": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or platform.machine(),
             "device_count": torch.cuda.device_count() if device == "cuda" else os.cpu_count(),
             "cuda": torch.version.cuda,
-            "model_runner": self._model_runner(),
-            "arguments": {k: v for k, v in self.arguments.items()},
-            "env": {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), **({} if device == "cuda" else _preload_names())},
         }
 
     def _model_runner(self) -> str:
@@ -107,6 +112,8 @@ class VllmEngine(Engine):
         if _on_gpu():  # two servers share one card while they are measured; a deployment has it to itself
             flags += ["--gpu-memory-utilization", "0.45"]
         flags += engine_latency.buckets_flag()  # measurement-only: finer latency histograms on /metrics
+        if config.speculative_config:  # measurement-only: each request's own counters in its answer (workers/served.py)
+            flags += ["--per-request-spec-decode-metrics", "summary"]
         return [*server, "--model", model, *flags, *config.server_flags, "--host", "127.0.0.1", "--port", str(port)]
 
     def speculation_switches(self) -> list[str]:
@@ -195,10 +202,4 @@ def _request_counters(metrics: Any) -> SpecCounters | None:
     """One request's counters from vLLM's per-request histogram: `histogram[j]` drafting steps accepted j tokens."""
     if metrics is None or not metrics.histogram:
         return None
-    steps = list(metrics.histogram)
-    return SpecCounters(
-        drafts=sum(steps),
-        draft_tokens=int(metrics.num_draft_tokens),
-        accepted=sum(j * n for j, n in enumerate(steps)),
-        per_position=tuple(sum(steps[i:]) for i in range(1, len(steps))),  # position i: the steps accepting ≥ i
-    )
+    return SpecCounters.from_histogram([int(n) for n in metrics.histogram], int(metrics.num_draft_tokens))
