@@ -46,6 +46,7 @@ class ServedEngine(Engine):
     def __init__(self, server: serving.Server, model: str, manifest: dict[str, object]) -> None:
         self.server, self.model, self._manifest = server, model, manifest
         self.name = f"served {server.name}"
+        self.client = httpx.Client(timeout=REQUEST_TIMEOUT)  # one connection pool for every call, closed by `stop`
 
     def start(self, config: EngineConfig) -> None:
         try:
@@ -58,15 +59,14 @@ class ServedEngine(Engine):
     def generate(self, prompts: list[list[int]], sampling: Sampling) -> list[Completion]:
         """All prompts at once, as the contract has it: one request each, sent together (the caller sends the greedy
         outputs equivalence compares one prompt a call)."""
-        with httpx.Client(timeout=REQUEST_TIMEOUT) as client, ThreadPoolExecutor(max(1, len(prompts))) as pool:
-            answers = pool.map(lambda prompt: self._one(client, prompt, sampling), prompts)
-            return [done for answer in answers for done in answer]
+        with ThreadPoolExecutor(max(1, len(prompts))) as pool:
+            return [done for answer in pool.map(lambda prompt: self._one(prompt, sampling), prompts) for done in answer]
 
-    def _one(self, client: httpx.Client, prompt: list[int], sampling: Sampling) -> list[Completion]:
+    def _one(self, prompt: list[int], sampling: Sampling) -> list[Completion]:
         body = {"model": self.model, "prompt": prompt, "max_tokens": sampling.max_tokens, "n": sampling.n,
                 "temperature": sampling.temperature, "top_p": 1.0, "top_k": 0, "min_p": 0.0,
                 "repetition_penalty": 1.0, "return_token_ids": True}  # fmt: skip
-        answer = client.post(f"{self.server.url}/v1/completions", json=body)
+        answer = self.client.post(f"{self.server.url}/v1/completions", json=body)
         if answer.status_code != 200:
             raise InfraError("serve:request-failed", f"{self.server.name}: HTTP {answer.status_code}: {answer.text[:500]}")
         found = answer.json()
@@ -80,7 +80,8 @@ class ServedEngine(Engine):
         return {**self._manifest, "model_runner": serving.model_runner(self.server)}
 
     def stop(self) -> None:
-        """The throughput stage times this server next, and stops it."""
+        """Close this side's connections; the server itself the throughput stage times next, and stops."""
+        self.client.close()
 
 
 def request_counters(metrics: dict[str, Any] | None) -> SpecCounters | None:

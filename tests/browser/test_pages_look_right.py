@@ -198,6 +198,7 @@ def measured_stages() -> dict[str, Any]:
                                            "thinking off": (sum(off, SpecCounters()), off)})  # fmt: skip
     stages["throughput"]["choice_of_k"]["schedule"] = schedule_of(True)  # the batch-size schedule, served
     stages["throughput"]["servers"]["environment"] = dict(CPU_ENVIRONMENT)  # a CPU run's servers (issue 62)
+    stages["throughput"]["counters"]["against"] = "requests"  # the servers gave the figures (issue 62 §1)
     stages["verdict"]["starts"] = [dict(start) for start in STARTS]
     return stages
 

@@ -73,4 +73,5 @@ def test_the_page_applies_a_filter_and_explains_an_empty_result(catalog):
 def test_the_family_filter_names_each_family_by_its_title_and_filters_by_its_code(catalog):
     page = Client().get("/", {"family": "gemma4"}).content.decode()
     assert '<option value="gemma4" selected>Gemma 4</option>' in page and '<option value="gpt-oss" >gpt-oss</option>' in page
-    assert '<option value="llama" >Llama</option>' in page and "gemma4-eagle3-head" in page and "llama-draft-1l" not in page
+    assert '<option value="llama" >Llama</option>' in page and '<option value="qwen3" >Qwen3</option>' in page
+    assert "gemma4-eagle3-head" in page and "llama-draft-1l" not in page

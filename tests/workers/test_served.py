@@ -23,7 +23,7 @@ def test_an_answers_histogram_gives_the_counters_vllm_counts():
 
 
 def exited_server(tmp_path: Path, code: str) -> serving.Server:
-    """A 'server' that prints what vLLM would on its way out, then exits."""
+    """A stand-in server: a process that prints what vLLM would on its way out, then exits."""
     log = tmp_path / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT)
@@ -34,14 +34,14 @@ def exited_server(tmp_path: Path, code: str) -> serving.Server:
 PAIR = EngineConfig(verifier="toy", speculative_config={"method": "draft_model"})
 
 
-def test_a_pair_server_that_vllm_refuses_is_the_pairs_fault(tmp_path):
+def test_a_pair_server_that_vllm_refuses_is_the_pairs_fault_stand_in(tmp_path):
     server = exited_server(tmp_path, "import sys; print('ValueError: the draft and verifier vocabularies differ'); sys.exit(1)")
     with pytest.raises(UserError) as refused:
         ServedEngine(server, "toy", {}).start(PAIR)
     assert refused.value.code == "engine:refused-pair" and "vocabularies differ" in refused.value.message
 
 
-def test_a_server_killed_or_failing_otherwise_is_the_infrastructures(tmp_path):
+def test_a_server_killed_or_failing_otherwise_is_the_infrastructures_stand_in(tmp_path):
     killed = exited_server(tmp_path, "import os, signal; print('ValueError: late'); os.kill(os.getpid(), signal.SIGKILL)")
     with pytest.raises(InfraError) as lost:
         ServedEngine(killed, "toy", {}).start(PAIR)
